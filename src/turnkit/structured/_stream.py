@@ -40,11 +40,12 @@ _PREFIX = 10  # skip_prefix: skipping text before the first '{' or '['
 _TRAIL = 11  # skip_prefix: the value is complete, everything after it is ignored
 _DEAD = 12  # closed, or failed with an error
 
+# Scanning uses str methods (find, lstrip, isprintable) on the common paths: with pieces of a few
+# characters a regex call costs several times more than the work it does. The regexes below handle
+# what those cannot: escapes, control characters, whitespace runs, number syntax.
 _WS = re.compile(r"[ \t\n\r]*")
-_NUM_RUN = re.compile(r"[0-9eE.+\-]*")
 _NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
-_MEMBER = re.compile(r'[ \t\n\r]*(?:"([^"\\\x00-\x1f]*)(?:(")[ \t\n\r]*(?:(:)[ \t\n\r]*)?)?)?')
-_NUMBER_DONE = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?(?=[ \t\n\r,\]}])")
+_NUMBER_CHARS = "0123456789eE.+-"
 # String content up to the next quote, backslash that starts an unfinished escape, or control character.
 _STR_BODY = re.compile(
     r'(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u(?![dD][89abAB])[0-9a-fA-F]{4}'
@@ -59,7 +60,6 @@ _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _HEX_PREFIX = re.compile(r"[0-9a-fA-F]{0,3}")
 _LOW_ESCAPE = re.compile(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 _LOW_ESCAPE_PREFIX = re.compile(r"(?:\\(?:u(?:[dD](?:[c-fC-F][0-9a-fA-F]{0,2})?)?)?)?")
-_WHITESPACE = " \t\n\r"
 _EAGER_LIMIT = 1024  # an open string shorter than this is kept current in its container, piece by piece
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _LITERALS: dict[str, tuple[str, Any]] = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
@@ -68,10 +68,9 @@ _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # 
 """json's own string decoder (C): decodes runs of complete escapes in one call."""
 _ws = _WS.match
 _plain_full = re.compile(r'[^"\\\x00-\x1f]*').fullmatch
-_member_match = _MEMBER.match
-_number_done = _NUMBER_DONE.match
+"""Text with no quote, backslash or control character; the slow check behind ``str.isprintable``,
+which refuses more (other C0/C1 controls, format characters such as the emoji joiner, separators)."""
 _number_full = _NUMBER_RE.fullmatch
-_num_run = _NUM_RUN.match
 _str_body = _STR_BODY.match
 _escape_tail = _ESCAPE_TAIL.fullmatch
 
@@ -105,6 +104,7 @@ class JsonStream:
     """
 
     __slots__ = (
+        "_box",
         "_carry",
         "_end_state",
         "_key",
@@ -114,7 +114,6 @@ class JsonStream:
         "_max_depth",
         "_nparts",
         "_nstart",
-        "_root",
         "_scont",
         "_scur",
         "_sdirty",
@@ -137,17 +136,18 @@ class JsonStream:
         self._state = _PREFIX if skip_prefix else _VALUE
         self._end_state = _TRAIL if skip_prefix else _DONE
         self._stack: list[_Frame] = []
-        self._root: Any = None
+        # the root value lives in a one-slot list, so a string at the root is stored like any other
+        self._box: list[Any] = [None]
         self._started = False
         self._total = 0
         self._carry = ""
-        # the open string value
+        # the open string value: its container and slot (the box and 0 at the root)
         self._sparts: list[str] = []
         self._sdirty = False
         self._scur: str | None = None  # the open string's text while short (kept current in its container)
         self._spath = ""
-        self._scont: dict[str, Any] | list[Any] | None = None
-        self._skey: str | int = ""
+        self._scont: dict[str, Any] | list[Any] = self._box
+        self._skey: str | int = 0
         # the key being read, and the key whose value comes next
         self._kparts: list[str] = []
         self._key = ""
@@ -167,12 +167,8 @@ class JsonStream:
             joined = parts[0] + parts[1] if len(parts) == 2 else "".join(parts)
             self._sparts = [joined]
             self._sdirty = False
-            cont = self._scont
-            if cont is None:
-                self._root = joined
-            else:
-                cont[self._skey] = joined  # type: ignore[index]
-        return self._root
+            self._scont[self._skey] = joined  # type: ignore[index]
+        return self._box[0]
 
     @property
     def started(self) -> bool:
@@ -235,7 +231,7 @@ class JsonStream:
 
         One function on purpose: with pieces of a few characters the per-piece overhead (calls,
         attribute traffic), not per-character work, dominates, so the hot states are handled inline
-        with locals; rare cases (containers, literals, escapes, the root) go through helpers.
+        with locals; rare cases (literals split across pieces, escapes, the root) go through helpers.
         """
         n = len(text)
         total = self._total + n
@@ -247,40 +243,27 @@ class JsonStream:
         self._total = total
         state = self._state
         if state == _STRING:
-            # Fast path: the piece continues the open string and does not end it.
             if self._carry:
                 text = self._carry + text
                 self._carry = ""
                 n = len(text)
-            if _plain_full(text) is not None:
-                if n:
-                    cur = self._scur
-                    if cur is not None and len(cur) < _EAGER_LIMIT:
-                        cur += text
+            # Fast path: the piece continues the open string and does not end it.
+            if '"' not in text and "\\" not in text and (text.isprintable() or _plain_full(text) is not None):
+                if not n:
+                    return []
+                cur = self._scur
+                if cur is not None:
+                    cur += text
+                    self._scont[self._skey] = cur  # type: ignore[index]
+                    if len(cur) < _EAGER_LIMIT:
                         self._scur = cur
-                        cont = self._scont
-                        if cont is None:
-                            self._root = cur
-                        else:
-                            cont[self._skey] = cur  # type: ignore[index]
-                    else:
-                        self._string_add(text)
-                    return [{"op": "append", "path": self._spath, "value": text}]
-                return []
-            end = _str_body(text).end()  # type: ignore[union-attr]
-            if end == n:
-                text = _scanstring(text + '"', 0)[0]
-                self._string_add(text)
+                    else:  # long from now on: parts, joined when the value is read
+                        self._scur = None
+                        self._sparts = [cur]
+                else:
+                    self._sparts.append(text)
+                    self._sdirty = True
                 return [{"op": "append", "path": self._spath, "value": text}]
-            if text[end] == "\\" and _escape_tail(text, end) is not None:
-                self._carry = text[end:]  # an escape that continues in the next piece
-                if end:
-                    piece = text[:end]
-                    if "\\" in piece:
-                        piece = _scanstring(piece + '"', 0)[0]
-                    self._string_add(piece)
-                    return [{"op": "append", "path": self._spath, "value": piece}]
-                return []
         elif state == _DEAD:
             raise UsageError(f"feed() on a JSON stream that is {self._why_dead}")
         elif self._carry:
@@ -288,11 +271,11 @@ class JsonStream:
             self._carry = ""
             n = len(text)
         elif state == _KEY:  # fast path: the piece continues the key and does not end it
-            if _plain_full(text) is not None:
+            if '"' not in text and "\\" not in text and (text.isprintable() or _plain_full(text) is not None):
                 self._kparts.append(text)
                 return []
         elif state == _NUMBER:  # fast path: the piece continues the number and does not end it
-            if _num_run(text).end() == n:  # type: ignore[union-attr]
+            if not text.lstrip(_NUMBER_CHARS):
                 self._nparts.append(text)
                 return []
         base = total - n  # the absolute offset of text[0]
@@ -303,22 +286,28 @@ class JsonStream:
         try:
             while pos < n:
                 if state == _STRING:
-                    end = _str_body(text, pos).end()  # type: ignore[union-attr]
-                    if end > pos:
+                    end = text.find('"', pos)
+                    if end < 0:
+                        end = n
+                    piece = text[pos:end]
+                    if "\\" in piece or not piece.isprintable() and _plain_full(piece) is None:
+                        end = _str_body(text, pos).end()  # type: ignore[union-attr]
                         piece = text[pos:end]
                         if "\\" in piece:
                             piece = _scanstring(piece + '"', 0)[0]
+                    if piece:
                         cur = self._scur
-                        if cur is not None and len(cur) < _EAGER_LIMIT:
+                        if cur is not None:
                             cur += piece
-                            self._scur = cur
-                            cont = self._scont
-                            if cont is None:
-                                self._root = cur
+                            self._scont[self._skey] = cur  # type: ignore[index]
+                            if len(cur) < _EAGER_LIMIT:
+                                self._scur = cur
                             else:
-                                cont[self._skey] = cur  # type: ignore[index]
+                                self._scur = None
+                                self._sparts = [cur]
                         else:
-                            self._string_add(piece)
+                            self._sparts.append(piece)
+                            self._sdirty = True
                         if sop is not None:
                             sop["value"] += piece
                         else:
@@ -331,35 +320,13 @@ class JsonStream:
                     if c == '"':
                         if self._scur is None:  # a long string: its parts, joined once more
                             sparts = self._sparts
-                            final = sparts[0] if len(sparts) == 1 else "".join(sparts)
-                            cont = self._scont
-                            if cont is None:
-                                self._root = final
-                            else:
-                                cont[self._skey] = final  # type: ignore[index]
+                            self._scont[self._skey] = sparts[0] if len(sparts) == 1 else "".join(sparts)  # type: ignore[index]
                             self._sparts = []
                             self._sdirty = False
                         self._scur = None
                         sop = None
                         pos += 1
-                        if stack:
-                            state = _AFTER
-                            # the common next step, a ',' and the next member's key, without a loop turn
-                            if pos < n and text[pos] == "," and stack[-1][1]:
-                                m = _member_match(text, pos + 1)
-                                last = m.lastindex  # type: ignore[union-attr]
-                                if last is None:
-                                    state = _OBJ_KEY
-                                elif last == 1:
-                                    key = m.group(1)  # type: ignore[union-attr]
-                                    self._kparts = [key] if key else []
-                                    state = _KEY
-                                else:
-                                    self._key = m.group(1)  # type: ignore[union-attr]
-                                    state = _VALUE if last == 3 else _COLON
-                                pos = m.end()  # type: ignore[union-attr]
-                        else:
-                            state = self._end_state
+                        state = _AFTER if stack else self._end_state
                     elif c == "\\":
                         if _escape_tail(text, pos) is not None:
                             self._carry = text[pos:]  # the escape continues in the next piece
@@ -379,39 +346,21 @@ class JsonStream:
                     continue
                 c = text[pos]
                 if state == _AFTER:
-                    frame = stack[-1]
                     if c == ",":
-                        if frame[1]:
-                            m = _member_match(text, pos + 1)
-                            last = m.lastindex  # type: ignore[union-attr]
-                            if last is None:
-                                state = _OBJ_KEY
-                            elif last == 1:
-                                key = m.group(1)  # type: ignore[union-attr]
-                                self._kparts = [key] if key else []
-                                state = _KEY
-                            else:
-                                self._key = m.group(1)  # type: ignore[union-attr]
-                                state = _VALUE if last == 3 else _COLON
-                            pos = m.end()  # type: ignore[union-attr]
-                        else:
-                            state = _VALUE
-                            pos = _ws(text, pos + 1).end()  # type: ignore[union-attr]
-                    elif c == frame[2]:
+                        pos += 1
+                        state = _OBJ_KEY if stack[-1][1] else _VALUE
+                        if pos < n and text[pos] == " ":
+                            pos += 1
+                    elif c == stack[-1][2]:
                         stack.pop()
                         state = _AFTER if stack else self._end_state
                         pos += 1
                     elif c == " " or c == "\n" or c == "\r" or c == "\t":
                         pos = _ws(text, pos).end()  # type: ignore[union-attr]
                     else:
-                        expected = "',' or '}'" if frame[1] else "',' or ']'"
+                        expected = "',' or '}'" if stack[-1][1] else "',' or ']'"
                         raise self._error(f"expected {expected}, found {c!r}", text, pos, base)
                 elif state == _VALUE or state == _ARR_FIRST:
-                    if c == " " or c == "\n" or c == "\r" or c == "\t":
-                        pos = _ws(text, pos).end()  # type: ignore[union-attr]
-                        if pos >= n:
-                            break
-                        c = text[pos]
                     if c == '"' and stack:  # the most common value: a string in a container
                         frame = stack[-1]
                         cont = frame[0]
@@ -434,26 +383,19 @@ class JsonStream:
                         state = _STRING
                         pos += 1
                     elif (c == "-" or "0" <= c <= "9") and stack:
-                        m = _number_done(text, pos)
-                        if m is None:  # the number may continue in the next piece
+                        rest = text[pos:].lstrip(_NUMBER_CHARS)
+                        if not rest:  # the number may continue in the next piece
                             self._nstart = base + pos
+                            self._nparts = [text[pos:]]
                             state = _NUMBER
-                            end = _num_run(text, pos).end()  # type: ignore[union-attr]
-                            if end == n:
-                                self._nparts = [text[pos:]]
-                                break
-                            self._nparts = []
-                            continue
-                        token = m.group()
-                        if m.lastindex is None:
-                            try:
-                                number: int | float = int(token)
-                            except ValueError as exc:  # more digits than int() accepts, as json.loads
-                                raise ParseError(
-                                    f"number too long ({len(token)} digits)", code="json_number", position=base + pos
-                                ) from exc
+                            break
+                        end = n - len(rest)
+                        token = text[pos:end]
+                        number: int | float
+                        if end - pos < 19 and token.isdigit() and (c != "0" or end - pos == 1):
+                            number = int(token)
                         else:
-                            number = float(token)
+                            number = self._number(token, base + pos)
                         frame = stack[-1]
                         cont = frame[0]
                         if frame[1]:
@@ -465,7 +407,9 @@ class JsonStream:
                             ops.append({"op": "add", "path": frame[3] + str(len(cont)), "value": number})
                             cont.append(number)  # type: ignore[union-attr]
                         state = _AFTER
-                        pos = m.end()
+                        pos = end
+                    elif c == " " or c == "\n" or c == "\r" or c == "\t":
+                        pos = _ws(text, pos).end()  # type: ignore[union-attr]
                     elif c == "]" and state == _ARR_FIRST:
                         stack.pop()
                         state = _AFTER if stack else self._end_state
@@ -500,23 +444,13 @@ class JsonStream:
                         if c == "{":
                             stack.append((value, True, "}", path + "/", path, slot))
                             ops[-1]["value"] = {}
-                            m = _member_match(text, pos + 1)
-                            last = m.lastindex  # type: ignore[union-attr]
-                            if last is None:
-                                state = _OBJ_FIRST
-                            elif last == 1:
-                                key = m.group(1)  # type: ignore[union-attr]
-                                self._kparts = [key] if key else []
-                                state = _KEY
-                            else:
-                                self._key = m.group(1)  # type: ignore[union-attr]
-                                state = _VALUE if last == 3 else _COLON
-                            pos = m.end()  # type: ignore[union-attr]
+                            state = _OBJ_FIRST
+                            pos += 1
                         elif c == "[":
                             stack.append((value, False, "]", path + "/", path, slot))
                             ops[-1]["value"] = []
                             state = _ARR_FIRST
-                            pos = _ws(text, pos + 1).end()  # type: ignore[union-attr]
+                            pos += 1
                         else:
                             state = _AFTER
                     else:
@@ -525,14 +459,51 @@ class JsonStream:
                         state = self._state
                         if state == _STRING:
                             sop = ops[-1]
-                elif state == _KEY:
-                    end = _str_body(text, pos).end()  # type: ignore[union-attr]
-                    if end > pos:
-                        piece = text[pos:end]
-                        self._kparts.append(_scanstring(piece + '"', 0)[0] if "\\" in piece else piece)
-                        pos = end
-                        if pos >= n:
+                elif state == _OBJ_KEY or state == _OBJ_FIRST:
+                    if c == '"':
+                        pos += 1
+                        end = text.find('"', pos)
+                        key = text[pos:] if end < 0 else text[pos:end]
+                        if "\\" in key or not key.isprintable() and _plain_full(key) is None:
+                            self._kparts = []  # escapes or control characters: the key state decodes or refuses them
+                            state = _KEY
+                        elif end < 0:  # the key continues in the next piece
+                            self._kparts = [key]
+                            state = _KEY
                             break
+                        else:
+                            self._key = key
+                            pos = end + 1
+                            state = _COLON
+                            if pos < n and text[pos] == ":":
+                                pos += 1
+                                state = _VALUE
+                                if pos < n and text[pos] == " ":
+                                    pos += 1
+                    elif c == " " or c == "\n" or c == "\r" or c == "\t":
+                        pos = _ws(text, pos).end()  # type: ignore[union-attr]
+                    elif c == "}" and state == _OBJ_FIRST:
+                        stack.pop()
+                        state = _AFTER if stack else self._end_state
+                        pos += 1
+                    else:
+                        expected = "a key or '}'" if state == _OBJ_FIRST else "a key"
+                        raise self._error(f"expected {expected}, found {c!r}", text, pos, base)
+                elif state == _KEY:
+                    end = text.find('"', pos)
+                    if end < 0:
+                        end = n
+                    piece = text[pos:end]
+                    if "\\" in piece or not piece.isprintable() and _plain_full(piece) is None:
+                        end = _str_body(text, pos).end()  # type: ignore[union-attr]
+                        piece = text[pos:end]
+                        if "\\" in piece:
+                            piece = _scanstring(piece + '"', 0)[0]
+                    if piece:
+                        self._kparts.append(piece)
+                    pos = end
+                    if pos >= n:
+                        break
                     c = text[pos]
                     if c == '"':
                         self._key = "".join(self._kparts)
@@ -542,6 +513,8 @@ class JsonStream:
                         if pos < n and text[pos] == ":":
                             pos += 1
                             state = _VALUE
+                            if pos < n and text[pos] == " ":
+                                pos += 1
                     elif c == "\\":
                         if _escape_tail(text, pos) is not None:
                             self._carry = text[pos:]
@@ -551,47 +524,16 @@ class JsonStream:
                     else:
                         raise self._error(f"control character {c!r} in a key must be escaped", text, pos, base)
                 elif state == _NUMBER:
-                    end = _num_run(text, pos).end()  # type: ignore[union-attr]
+                    rest = text[pos:].lstrip(_NUMBER_CHARS)
+                    end = n - len(rest)
                     if end > pos:
                         self._nparts.append(text[pos:end])
-                    pos = end
-                    if pos >= n:
+                    if not rest:
                         break
-                    if not stack:
-                        self._state = state
-                        self._finish_number(ops)
-                        state = self._state
-                        continue
-                    token = "".join(self._nparts)
-                    self._nparts = []
-                    m = _number_full(token)
-                    if m is None:
-                        raise ParseError(
-                            f"invalid number {token[:40]!r}",
-                            code="json_syntax",
-                            position=self._nstart,
-                            snippet=token[:40],
-                        )
-                    if m.lastindex is None:
-                        try:
-                            number = int(token)
-                        except ValueError as exc:  # more digits than int() accepts, as json.loads
-                            raise ParseError(
-                                f"number too long ({len(token)} digits)", code="json_number", position=self._nstart
-                            ) from exc
-                    else:
-                        number = float(token)
-                    frame = stack[-1]
-                    cont = frame[0]
-                    if frame[1]:
-                        key = self._key
-                        path = frame[3] + (escape_token(key) if "~" in key or "/" in key else key)
-                        ops.append({"op": "replace" if key in cont else "add", "path": path, "value": number})
-                        cont[key] = number  # type: ignore[call-overload]
-                    else:
-                        ops.append({"op": "add", "path": frame[3] + str(len(cont)), "value": number})
-                        cont.append(number)  # type: ignore[union-attr]
-                    state = _AFTER
+                    pos = end
+                    self._state = state
+                    self._finish_number(ops)
+                    state = self._state
                 elif state == _COLON:
                     if c == ":":
                         state = _VALUE
@@ -600,27 +542,6 @@ class JsonStream:
                         pos = _ws(text, pos).end()  # type: ignore[union-attr]
                     else:
                         raise self._error(f"expected ':' after an object key, found {c!r}", text, pos, base)
-                elif state == _OBJ_FIRST or state == _OBJ_KEY:
-                    if c == '"':
-                        m = _member_match(text, pos)
-                        last = m.lastindex  # type: ignore[union-attr]
-                        if last == 1:
-                            key = m.group(1)  # type: ignore[union-attr]
-                            self._kparts = [key] if key else []
-                            state = _KEY
-                        else:  # a '"' always matches at least the key's start
-                            self._key = m.group(1)  # type: ignore[union-attr]
-                            state = _VALUE if last == 3 else _COLON
-                        pos = m.end()  # type: ignore[union-attr]
-                    elif c == "}" and state == _OBJ_FIRST:
-                        stack.pop()
-                        state = _AFTER if stack else self._end_state
-                        pos += 1
-                    elif c == " " or c == "\n" or c == "\r" or c == "\t":
-                        pos = _ws(text, pos).end()  # type: ignore[union-attr]
-                    else:
-                        expected = "a key or '}'" if state == _OBJ_FIRST else "a key"
-                        raise self._error(f"expected {expected}, found {c!r}", text, pos, base)
                 elif state == _DONE:
                     if c == " " or c == "\n" or c == "\r" or c == "\t":
                         pos = _ws(text, pos).end()  # type: ignore[union-attr]
@@ -677,33 +598,15 @@ class JsonStream:
         cur = self._scur
         if cur is not None:
             cur += piece
-            cont = self._scont
-            if cont is None:
-                self._root = cur
-            else:
-                cont[self._skey] = cur  # type: ignore[index]
+            self._scont[self._skey] = cur  # type: ignore[index]
             if len(cur) < _EAGER_LIMIT:
                 self._scur = cur
-                return
-            self._scur = None
-            self._sparts = [cur]
+            else:
+                self._scur = None
+                self._sparts = [cur]
             return
         self._sparts.append(piece)
         self._sdirty = True
-
-    def _member(self, text: str, pos: int, *, first: bool) -> int:
-        """Read as much of ``"key" :`` as this piece holds, in one regex match."""
-        m = _MEMBER.match(text, pos)
-        key = m.group(1)  # type: ignore[union-attr]
-        if key is None:
-            self._state = _OBJ_FIRST if first else _OBJ_KEY
-        elif m.group(2) is None:  # type: ignore[union-attr]
-            self._kparts = [key] if key else []
-            self._state = _KEY
-        else:
-            self._key = key
-            self._state = _VALUE if m.group(3) else _COLON  # type: ignore[union-attr]
-        return m.end()  # type: ignore[union-attr]
 
     def _put(self, value: Any, op_value: Any, ops: list[Op]) -> tuple[str, str | int | None]:
         """Place a new value in the open container (or at the root); emit its add/replace."""
@@ -726,7 +629,7 @@ class JsonStream:
             cont.append(value)  # type: ignore[union-attr]
             ops.append({"op": "add", "path": path, "value": op_value})
             return path, index
-        self._root = value
+        self._box[0] = value
         self._started = True
         ops.append({"op": "add", "path": "", "value": op_value})
         return "", None
@@ -739,8 +642,8 @@ class JsonStream:
             self._sdirty = False
             self._scur = ""
             self._spath = path
-            self._scont = self._stack[-1][0] if self._stack else None
-            self._skey = slot if slot is not None else ""
+            self._scont = self._stack[-1][0] if self._stack else self._box
+            self._skey = slot if slot is not None else 0
             self._state = _STRING
             return pos + 1
         if c == "{" or c == "[":
@@ -756,7 +659,8 @@ class JsonStream:
                 container = {}
                 path, slot = self._put(container, {}, ops)
                 self._stack.append(_frame(container, path, slot))
-                return self._member(text, pos + 1, first=True)
+                self._state = _OBJ_FIRST
+                return pos + 1
             container = []
             path, slot = self._put(container, [], ops)
             self._stack.append(_frame(container, path, slot))
@@ -764,12 +668,8 @@ class JsonStream:
             return pos + 1
         if c == "-" or "0" <= c <= "9":
             self._nstart = base + pos
-            m = _NUMBER_DONE.match(text, pos)
-            if m is not None:  # complete in this piece: a delimiter follows
-                self._put_number(m, ops)
-                return m.end()
             self._nparts = []
-            self._state = _NUMBER
+            self._state = _NUMBER  # read (and completed, if it ends in this piece) by the number state
             return pos
         literal = _LITERALS.get(c)
         if literal is not None:
@@ -787,23 +687,25 @@ class JsonStream:
     def _finish_number(self, ops: list[Op]) -> None:
         token = "".join(self._nparts)
         self._nparts = []
-        m = _NUMBER_RE.fullmatch(token)
-        if m is None:
-            raise ParseError(
-                f"invalid number {token[:40]!r}", code="json_syntax", position=self._nstart, snippet=token[:40]
-            )
-        self._put_number(m, ops)
-
-    def _put_number(self, m: re.Match[str], ops: list[Op]) -> None:
-        token = m.group()
-        try:
-            number: int | float = float(token) if m.group(1) or m.group(2) else int(token)
-        except ValueError as exc:  # more digits than int() accepts (sys.int_max_str_digits), as json.loads
-            raise ParseError(
-                f"number too long ({len(token)} digits)", code="json_number", position=self._nstart
-            ) from exc
+        number = self._number(token, self._nstart)
         self._put(number, number, ops)
         self._state = _AFTER if self._stack else self._end_state
+
+    def _number(self, token: str, position: int) -> int | float:
+        """A complete number token as ``json.loads`` reads it (syntax checked here)."""
+        m = _number_full(token)
+        if m is None:
+            raise ParseError(
+                f"invalid number {token[:40]!r}", code="json_syntax", position=position, snippet=token[:40]
+            )
+        if m.lastindex is None:
+            try:
+                return int(token)
+            except ValueError as exc:  # more digits than int() accepts (sys.int_max_str_digits), as json.loads
+                raise ParseError(
+                    f"number too long ({len(token)} digits)", code="json_number", position=position
+                ) from exc
+        return float(token)
 
     def _escape(self, text: str, pos: int, base: int) -> tuple[str | None, int]:
         """Decode the escape at ``text[pos] == '\\'``; ``(None, pos)`` when it continues in the next piece."""
