@@ -264,6 +264,17 @@ class JsonStream:
                     self._sparts.append(text)
                     self._sdirty = True
                 return [{"op": "append", "path": self._spath, "value": text}]
+            # Escapes: complete ones decoded by json's C decoder, an unfinished one carried over.
+            end = _str_body(text).end()  # type: ignore[union-attr]
+            if end == n or (text[end] == "\\" and _escape_tail(text, end) is not None):
+                self._carry = text[end:]
+                if not end:
+                    return []
+                piece = text[:end]
+                if "\\" in piece:
+                    piece = _scanstring(piece + '"', 0)[0]
+                self._string_add(piece)
+                return [{"op": "append", "path": self._spath, "value": piece}]
         elif state == _DEAD:
             raise UsageError(f"feed() on a JSON stream that is {self._why_dead}")
         elif self._carry:
@@ -278,7 +289,6 @@ class JsonStream:
             if not text.lstrip(_NUMBER_CHARS):
                 self._nparts.append(text)
                 return []
-        base = total - n  # the absolute offset of text[0]
         ops: list[Op] = []
         sop: Op | None = None  # this piece's op for the open string: later text of it is added to its value
         pos = 0
@@ -331,7 +341,7 @@ class JsonStream:
                         if _escape_tail(text, pos) is not None:
                             self._carry = text[pos:]  # the escape continues in the next piece
                             break
-                        decoded, pos = self._escape(text, pos, base)
+                        decoded, pos = self._escape(text, pos)
                         if decoded is None:  # pragma: no cover - _escape_tail covers every unfinished escape
                             self._carry = text[pos:]
                             break
@@ -342,7 +352,7 @@ class JsonStream:
                             sop = {"op": "append", "path": self._spath, "value": decoded}
                             ops.append(sop)
                     else:
-                        raise self._error(f"control character {c!r} in a string must be escaped", text, pos, base)
+                        raise self._error(f"control character {c!r} in a string must be escaped", text, pos)
                     continue
                 c = text[pos]
                 if state == _AFTER:
@@ -359,7 +369,7 @@ class JsonStream:
                         pos = _ws(text, pos).end()  # type: ignore[union-attr]
                     else:
                         expected = "',' or '}'" if stack[-1][1] else "',' or ']'"
-                        raise self._error(f"expected {expected}, found {c!r}", text, pos, base)
+                        raise self._error(f"expected {expected}, found {c!r}", text, pos)
                 elif state == _VALUE or state == _ARR_FIRST:
                     if c == '"' and stack:  # the most common value: a string in a container
                         frame = stack[-1]
@@ -385,7 +395,7 @@ class JsonStream:
                     elif (c == "-" or "0" <= c <= "9") and stack:
                         rest = text[pos:].lstrip(_NUMBER_CHARS)
                         if not rest:  # the number may continue in the next piece
-                            self._nstart = base + pos
+                            self._nstart = self._total - len(text) + pos
                             self._nparts = [text[pos:]]
                             state = _NUMBER
                             break
@@ -395,7 +405,7 @@ class JsonStream:
                         if end - pos < 19 and token.isdigit() and (c != "0" or end - pos == 1):
                             number = int(token)
                         else:
-                            number = self._number(token, base + pos)
+                            number = self._number(token, total - n + pos)
                         frame = stack[-1]
                         cont = frame[0]
                         if frame[1]:
@@ -427,7 +437,7 @@ class JsonStream:
                                 self._carry = text[pos:]  # the rest of the literal is in the next piece
                                 break
                             else:
-                                raise self._error(f"expected a JSON value, found {c!r}", text, pos, base)
+                                raise self._error(f"expected a JSON value, found {c!r}", text, pos)
                         frame = stack[-1]
                         cont = frame[0]
                         if frame[1]:
@@ -455,7 +465,7 @@ class JsonStream:
                             state = _AFTER
                     else:
                         self._state = state
-                        pos = self._start_value(text, pos, base, ops)
+                        pos = self._start_value(text, pos, ops)
                         state = self._state
                         if state == _STRING:
                             sop = ops[-1]
@@ -488,7 +498,7 @@ class JsonStream:
                         pos += 1
                     else:
                         expected = "a key or '}'" if state == _OBJ_FIRST else "a key"
-                        raise self._error(f"expected {expected}, found {c!r}", text, pos, base)
+                        raise self._error(f"expected {expected}, found {c!r}", text, pos)
                 elif state == _KEY:
                     end = text.find('"', pos)
                     if end < 0:
@@ -519,10 +529,10 @@ class JsonStream:
                         if _escape_tail(text, pos) is not None:
                             self._carry = text[pos:]
                             break
-                        decoded, pos = self._escape(text, pos, base)
+                        decoded, pos = self._escape(text, pos)
                         self._kparts.append(decoded or "")
                     else:
-                        raise self._error(f"control character {c!r} in a key must be escaped", text, pos, base)
+                        raise self._error(f"control character {c!r} in a key must be escaped", text, pos)
                 elif state == _NUMBER:
                     rest = text[pos:].lstrip(_NUMBER_CHARS)
                     end = n - len(rest)
@@ -531,9 +541,26 @@ class JsonStream:
                     if not rest:
                         break
                     pos = end
-                    self._state = state
-                    self._finish_number(ops)
-                    state = self._state
+                    if not stack:  # a number at the root
+                        self._state = state
+                        self._finish_number(ops)
+                        state = self._state
+                        continue
+                    nparts = self._nparts
+                    token = nparts[0] + nparts[1] if len(nparts) == 2 else "".join(nparts)
+                    self._nparts = []
+                    number = self._number(token, self._nstart)
+                    frame = stack[-1]
+                    cont = frame[0]
+                    if frame[1]:
+                        key = self._key
+                        path = frame[3] + (escape_token(key) if "~" in key or "/" in key else key)
+                        ops.append({"op": "replace" if key in cont else "add", "path": path, "value": number})
+                        cont[key] = number  # type: ignore[call-overload]
+                    else:
+                        ops.append({"op": "add", "path": frame[3] + str(len(cont)), "value": number})
+                        cont.append(number)  # type: ignore[union-attr]
+                    state = _AFTER
                 elif state == _COLON:
                     if c == ":":
                         state = _VALUE
@@ -541,12 +568,12 @@ class JsonStream:
                     elif c == " " or c == "\n" or c == "\r" or c == "\t":
                         pos = _ws(text, pos).end()  # type: ignore[union-attr]
                     else:
-                        raise self._error(f"expected ':' after an object key, found {c!r}", text, pos, base)
+                        raise self._error(f"expected ':' after an object key, found {c!r}", text, pos)
                 elif state == _DONE:
                     if c == " " or c == "\n" or c == "\r" or c == "\t":
                         pos = _ws(text, pos).end()  # type: ignore[union-attr]
                     else:
-                        raise self._error("extra data after the JSON value", text, pos, base)
+                        raise self._error("extra data after the JSON value", text, pos)
                 elif state == _PREFIX:
                     m = _PREFIX_START.search(text, pos)
                     if m is None:
@@ -588,8 +615,10 @@ class JsonStream:
         self._state = _DEAD
         self._why_dead = why
 
-    def _error(self, message: str, text: str, pos: int, base: int) -> ParseError:
-        return ParseError(message, code="json_syntax", position=base + pos, snippet=snippet_around(text, pos))
+    def _error(self, message: str, text: str, pos: int) -> ParseError:
+        """A syntax error at ``text[pos]`` (``text`` is this piece, with any carried-over start)."""
+        position = self._total - len(text) + pos
+        return ParseError(message, code="json_syntax", position=position, snippet=snippet_around(text, pos))
 
     def _string_add(self, piece: str) -> None:
         """More text of the open string: kept current in its container while the string is short
@@ -634,7 +663,7 @@ class JsonStream:
         ops.append({"op": "add", "path": "", "value": op_value})
         return "", None
 
-    def _start_value(self, text: str, pos: int, base: int, ops: list[Op]) -> int:
+    def _start_value(self, text: str, pos: int, ops: list[Op]) -> int:
         c = text[pos]
         if c == '"':
             path, slot = self._put("", "", ops)
@@ -651,7 +680,7 @@ class JsonStream:
                 raise LimitExceededError(
                     f"JSON nesting deeper than max_json_depth={self._limits.max_json_depth}",
                     code="json_too_deep",
-                    position=base + pos,
+                    position=self._total - len(text) + pos,
                     snippet=snippet_around(text, pos),
                 )
             container: dict[str, Any] | list[Any]
@@ -667,7 +696,7 @@ class JsonStream:
             self._state = _ARR_FIRST
             return pos + 1
         if c == "-" or "0" <= c <= "9":
-            self._nstart = base + pos
+            self._nstart = self._total - len(text) + pos
             self._nparts = []
             self._state = _NUMBER  # read (and completed, if it ends in this piece) by the number state
             return pos
@@ -682,7 +711,7 @@ class JsonStream:
             if pos + len(piece) == len(text) and word.startswith(piece):
                 self._carry = piece  # the rest of the literal is in the next piece
                 return len(text)
-        raise self._error(f"expected a JSON value, found {c!r}", text, pos, base)
+        raise self._error(f"expected a JSON value, found {c!r}", text, pos)
 
     def _finish_number(self, ops: list[Op]) -> None:
         token = "".join(self._nparts)
@@ -707,7 +736,7 @@ class JsonStream:
                 ) from exc
         return float(token)
 
-    def _escape(self, text: str, pos: int, base: int) -> tuple[str | None, int]:
+    def _escape(self, text: str, pos: int) -> tuple[str | None, int]:
         """Decode the escape at ``text[pos] == '\\'``; ``(None, pos)`` when it continues in the next piece."""
         n = len(text)
         if pos + 1 >= n:
@@ -716,15 +745,15 @@ class JsonStream:
         if c != "u":
             decoded = _SIMPLE_ESCAPES.get(c)
             if decoded is None:
-                raise self._error(f"invalid escape '\\{c}' in a string", text, pos, base)
+                raise self._error(f"invalid escape '\\{c}' in a string", text, pos)
             return decoded, pos + 2
         hexpart = text[pos + 2 : pos + 6]
         if len(hexpart) < 4:
             if _HEX_PREFIX.fullmatch(hexpart) is None:
-                raise self._error("invalid \\u escape in a string", text, pos, base)
+                raise self._error("invalid \\u escape in a string", text, pos)
             return None, pos
         if _HEX4.fullmatch(hexpart) is None:
-            raise self._error("invalid \\u escape in a string", text, pos, base)
+            raise self._error("invalid \\u escape in a string", text, pos)
         code = int(hexpart, 16)
         if 0xD800 <= code <= 0xDBFF:
             follow = text[pos + 6 : pos + 12]
