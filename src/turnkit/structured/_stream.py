@@ -11,6 +11,7 @@ key appears only together with the start of its value.
 
 from __future__ import annotations
 
+import enum
 import json.decoder
 import re
 from collections.abc import Callable
@@ -25,20 +26,39 @@ __all__ = ["JsonStream", "Op", "loads", "loads_partial"]
 Op = dict[str, Any]
 """One patch operation: ``{"op": ..., "path": ..., "value": ...}`` (RFC 6902 plus ``append``)."""
 
-# Parser states.
-_VALUE = 0  # a value is expected (top level, after ':' or after ',' in an array)
-_ARR_FIRST = 1  # after '[': a value or ']'
-_OBJ_FIRST = 2  # after '{': a key or '}'
-_OBJ_KEY = 3  # after ',' in an object: a key
-_KEY = 4  # inside a key string
-_COLON = 5  # after a key: ':'
-_AFTER = 6  # after a value inside a container: ',' or the closer
-_STRING = 7  # inside a string value
-_NUMBER = 8  # inside a number (complete only at a delimiter or at close)
-_DONE = 9  # the top-level value is complete: only whitespace may follow
-_PREFIX = 10  # skip_prefix: skipping text before the first '{' or '['
-_TRAIL = 11  # skip_prefix: the value is complete, everything after it is ignored
-_DEAD = 12  # closed, or failed with an error
+
+class _State(enum.Enum):
+    """Parser states. Compared by identity: in feed()'s long loop CPython 3.11 cannot specialise
+    ``==`` before a far jump (it compares generically), while ``is`` is always one pointer test."""
+
+    VALUE = "a value is expected (top level, after ':' or after ',' in an array)"
+    ARR_FIRST = "after '[': a value or ']'"
+    OBJ_FIRST = "after '{': a key or '}'"
+    OBJ_KEY = "after ',' in an object: a key"
+    KEY = "inside a key string"
+    COLON = "after a key: ':'"
+    AFTER = "after a value inside a container: ',' or the closer"
+    STRING = "inside a string value"
+    NUMBER = "inside a number (complete only at a delimiter or at close)"
+    DONE = "the top-level value is complete: only whitespace may follow"
+    PREFIX = "skip_prefix: skipping text before the first '{' or '['"
+    TRAIL = "skip_prefix: the value is complete, everything after it is ignored"
+    DEAD = "closed, or failed with an error"
+
+
+_VALUE = _State.VALUE
+_ARR_FIRST = _State.ARR_FIRST
+_OBJ_FIRST = _State.OBJ_FIRST
+_OBJ_KEY = _State.OBJ_KEY
+_KEY = _State.KEY
+_COLON = _State.COLON
+_AFTER = _State.AFTER
+_STRING = _State.STRING
+_NUMBER = _State.NUMBER
+_DONE = _State.DONE
+_PREFIX = _State.PREFIX
+_TRAIL = _State.TRAIL
+_DEAD = _State.DEAD
 
 # Scanning uses str methods (find, lstrip, isprintable) on the common paths: with pieces of a few
 # characters a regex call costs several times more than the work it does. The regexes below handle
@@ -46,6 +66,7 @@ _DEAD = 12  # closed, or failed with an error
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _NUMBER_CHARS = "0123456789eE.+-"
+_NUMBER_START = "-0123456789"
 # String content up to the next quote, backslash that starts an unfinished escape, or control character.
 _STR_BODY = re.compile(
     r'(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u(?![dD][89abAB])[0-9a-fA-F]{4}'
@@ -178,13 +199,13 @@ class JsonStream:
     @property
     def done(self) -> bool:
         """Whether the top-level value is complete."""
-        return self._state in (_DONE, _TRAIL) or (self._state == _DEAD and self._why_dead == "closed")
+        return self._state in (_DONE, _TRAIL) or (self._state is _DEAD and self._why_dead == "closed")
 
     @property
     def incomplete(self) -> list[str]:
         """JSON Pointers of the values still open, from the root down (``[]`` once complete)."""
         paths = [frame[4] for frame in self._stack]
-        if self._state == _STRING:
+        if self._state is _STRING:
             paths.append(self._spath)
         return paths
 
@@ -200,7 +221,7 @@ class JsonStream:
         stack = self._stack
         if not stack:
             return value
-        string_open = self._state == _STRING
+        string_open = self._state is _STRING
         inner: Any = None
         inner_slot: str | int | None = None
         for i in range(len(stack) - 1, -1, -1):
@@ -242,7 +263,7 @@ class JsonStream:
             )
         self._total = total
         state = self._state
-        if state == _STRING:
+        if state is _STRING:
             if self._carry:
                 text = self._carry + text
                 self._carry = ""
@@ -275,17 +296,17 @@ class JsonStream:
                     piece = _scanstring(piece + '"', 0)[0]
                 self._string_add(piece)
                 return [{"op": "append", "path": self._spath, "value": piece}]
-        elif state == _DEAD:
+        elif state is _DEAD:
             raise UsageError(f"feed() on a JSON stream that is {self._why_dead}")
         elif self._carry:
             text = self._carry + text
             self._carry = ""
             n = len(text)
-        elif state == _KEY:  # fast path: the piece continues the key and does not end it
+        elif state is _KEY:  # fast path: the piece continues the key and does not end it
             if '"' not in text and "\\" not in text and (text.isprintable() or _plain_full(text) is not None):
                 self._kparts.append(text)
                 return []
-        elif state == _NUMBER:  # fast path: the piece continues the number and does not end it
+        elif state is _NUMBER:  # fast path: the piece continues the number and does not end it
             if not text.lstrip(_NUMBER_CHARS):
                 self._nparts.append(text)
                 return []
@@ -294,8 +315,10 @@ class JsonStream:
         pos = 0
         stack = self._stack
         try:
-            while pos < n:
-                if state == _STRING:
+            while True:  # not `while pos < n`: a compare before a far jump is not specialised (3.11)
+                if pos >= n:
+                    break
+                if state is _STRING:
                     end = text.find('"', pos)
                     if end < 0:
                         end = n
@@ -355,7 +378,7 @@ class JsonStream:
                         raise self._error(f"control character {c!r} in a string must be escaped", text, pos)
                     continue
                 c = text[pos]
-                if state == _AFTER:
+                if state is _AFTER:
                     if c == ",":
                         pos += 1
                         state = _OBJ_KEY if stack[-1][1] else _VALUE
@@ -370,7 +393,7 @@ class JsonStream:
                     else:
                         expected = "',' or '}'" if stack[-1][1] else "',' or ']'"
                         raise self._error(f"expected {expected}, found {c!r}", text, pos)
-                elif state == _VALUE or state == _ARR_FIRST:
+                elif state is _VALUE or state is _ARR_FIRST:
                     if c == '"' and stack:  # the most common value: a string in a container
                         frame = stack[-1]
                         cont = frame[0]
@@ -392,7 +415,7 @@ class JsonStream:
                         self._scont = cont
                         state = _STRING
                         pos += 1
-                    elif (c == "-" or "0" <= c <= "9") and stack:
+                    elif c in _NUMBER_START and stack:
                         rest = text[pos:].lstrip(_NUMBER_CHARS)
                         if not rest:  # the number may continue in the next piece
                             self._nstart = self._total - len(text) + pos
@@ -420,7 +443,7 @@ class JsonStream:
                         pos = end
                     elif c == " " or c == "\n" or c == "\r" or c == "\t":
                         pos = _ws(text, pos).end()  # type: ignore[union-attr]
-                    elif c == "]" and state == _ARR_FIRST:
+                    elif c == "]" and state is _ARR_FIRST:
                         stack.pop()
                         state = _AFTER if stack else self._end_state
                         pos += 1
@@ -467,9 +490,9 @@ class JsonStream:
                         self._state = state
                         pos = self._start_value(text, pos, ops)
                         state = self._state
-                        if state == _STRING:
+                        if state is _STRING:
                             sop = ops[-1]
-                elif state == _OBJ_KEY or state == _OBJ_FIRST:
+                elif state is _OBJ_KEY or state is _OBJ_FIRST:
                     if c == '"':
                         pos += 1
                         end = text.find('"', pos)
@@ -492,14 +515,14 @@ class JsonStream:
                                     pos += 1
                     elif c == " " or c == "\n" or c == "\r" or c == "\t":
                         pos = _ws(text, pos).end()  # type: ignore[union-attr]
-                    elif c == "}" and state == _OBJ_FIRST:
+                    elif c == "}" and state is _OBJ_FIRST:
                         stack.pop()
                         state = _AFTER if stack else self._end_state
                         pos += 1
                     else:
-                        expected = "a key or '}'" if state == _OBJ_FIRST else "a key"
+                        expected = "a key or '}'" if state is _OBJ_FIRST else "a key"
                         raise self._error(f"expected {expected}, found {c!r}", text, pos)
-                elif state == _KEY:
+                elif state is _KEY:
                     end = text.find('"', pos)
                     if end < 0:
                         end = n
@@ -533,7 +556,7 @@ class JsonStream:
                         self._kparts.append(decoded or "")
                     else:
                         raise self._error(f"control character {c!r} in a key must be escaped", text, pos)
-                elif state == _NUMBER:
+                elif state is _NUMBER:
                     rest = text[pos:].lstrip(_NUMBER_CHARS)
                     end = n - len(rest)
                     if end > pos:
@@ -561,7 +584,7 @@ class JsonStream:
                         ops.append({"op": "add", "path": frame[3] + str(len(cont)), "value": number})
                         cont.append(number)  # type: ignore[union-attr]
                     state = _AFTER
-                elif state == _COLON:
+                elif state is _COLON:
                     if c == ":":
                         state = _VALUE
                         pos = _ws(text, pos + 1).end()  # type: ignore[union-attr]
@@ -569,18 +592,18 @@ class JsonStream:
                         pos = _ws(text, pos).end()  # type: ignore[union-attr]
                     else:
                         raise self._error(f"expected ':' after an object key, found {c!r}", text, pos)
-                elif state == _DONE:
+                elif state is _DONE:
                     if c == " " or c == "\n" or c == "\r" or c == "\t":
                         pos = _ws(text, pos).end()  # type: ignore[union-attr]
                     else:
                         raise self._error("extra data after the JSON value", text, pos)
-                elif state == _PREFIX:
+                elif state is _PREFIX:
                     m = _PREFIX_START.search(text, pos)
                     if m is None:
                         break
                     pos = m.start()
                     state = _VALUE
-                elif state == _TRAIL:
+                elif state is _TRAIL:
                     break
                 else:  # pragma: no cover - _DEAD is rejected above
                     raise UsageError("JSON stream in an impossible state")
@@ -592,10 +615,10 @@ class JsonStream:
 
     def close(self) -> list[Op]:
         """End the input: complete a trailing number; an unfinished document is IncompleteInputError."""
-        if self._state == _DEAD:
+        if self._state is _DEAD:
             raise UsageError(f"close() on a JSON stream that is {self._why_dead}")
         ops: list[Op] = []
-        if self._state == _NUMBER:
+        if self._state is _NUMBER:
             try:
                 self._finish_number(ops)
             except ParseError:
