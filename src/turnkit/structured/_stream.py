@@ -256,10 +256,13 @@ class JsonStream:
         """
         n = len(text)
         total = self._total + n
-        if total > self._max_chars:
+        if total > self._max_chars:  # also every feed once the stream is dead (no budget left)
+            if self._state is _DEAD:
+                raise UsageError(f"feed() on a JSON stream that is {self._why_dead}")
             self._die("limit")
+            limit = self._limits.max_input_chars
             raise LimitExceededError(
-                f"JSON input exceeds max_input_chars={self._max_chars}", code="json_too_large", position=total
+                f"JSON input exceeds max_input_chars={limit}", code="json_too_large", position=total
             )
         self._total = total
         state = self._state
@@ -296,8 +299,6 @@ class JsonStream:
                     piece = _scanstring(piece + '"', 0)[0]
                 self._string_add(piece)
                 return [{"op": "append", "path": self._spath, "value": piece}]
-        elif state is _DEAD:
-            raise UsageError(f"feed() on a JSON stream that is {self._why_dead}")
         elif self._carry:
             text = self._carry + text
             self._carry = ""
@@ -605,7 +606,7 @@ class JsonStream:
                     state = _VALUE
                 elif state is _TRAIL:
                     break
-                else:  # pragma: no cover - _DEAD is rejected above
+                else:  # pragma: no cover - _DEAD is refused by the budget check
                     raise UsageError("JSON stream in an impossible state")
             self._state = state
         except (ParseError, LimitExceededError):
@@ -637,6 +638,7 @@ class JsonStream:
     def _die(self, why: str) -> None:
         self._state = _DEAD
         self._why_dead = why
+        self._max_chars = -1  # feed() checks its budget first: the one test that also refuses a dead stream
 
     def _error(self, message: str, text: str, pos: int) -> ParseError:
         """A syntax error at ``text[pos]`` (``text`` is this piece, with any carried-over start)."""
