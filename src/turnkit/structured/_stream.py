@@ -307,10 +307,6 @@ class JsonStream:
             if '"' not in text and "\\" not in text and (text.isprintable() or _plain_full(text) is not None):
                 self._kparts.append(text)
                 return []
-        elif state is _NUMBER:  # fast path: the piece continues the number and does not end it
-            if not text.lstrip(_NUMBER_CHARS):
-                self._nparts.append(text)
-                return []
         ops: list[Op] = []
         sop: Op | None = None  # this piece's op for the open string: later text of it is added to its value
         pos = 0
@@ -416,32 +412,9 @@ class JsonStream:
                         self._scont = cont
                         state = _STRING
                         pos += 1
-                    elif c in _NUMBER_START and stack:
-                        rest = text[pos:].lstrip(_NUMBER_CHARS)
-                        if not rest:  # the number may continue in the next piece
-                            self._nstart = self._total - len(text) + pos
-                            self._nparts = [text[pos:]]
-                            state = _NUMBER
-                            break
-                        end = n - len(rest)
-                        token = text[pos:end]
-                        number: int | float
-                        if end - pos < 19 and token.isdigit() and (c != "0" or end - pos == 1):
-                            number = int(token)
-                        else:
-                            number = self._number(token, total - n + pos)
-                        frame = stack[-1]
-                        cont = frame[0]
-                        if frame[1]:
-                            key = self._key
-                            path = frame[3] + (escape_token(key) if "~" in key or "/" in key else key)
-                            ops.append({"op": "replace" if key in cont else "add", "path": path, "value": number})
-                            cont[key] = number  # type: ignore[call-overload]
-                        else:
-                            ops.append({"op": "add", "path": frame[3] + str(len(cont)), "value": number})
-                            cont.append(number)  # type: ignore[union-attr]
-                        state = _AFTER
-                        pos = end
+                    elif c in _NUMBER_START:  # read by the number state, at this position
+                        self._nstart = total - n + pos
+                        state = _NUMBER
                     elif c == " " or c == "\n" or c == "\r" or c == "\t":
                         pos = _ws(text, pos).end()  # type: ignore[union-attr]
                     elif c == "]" and state is _ARR_FIRST:
@@ -559,32 +532,40 @@ class JsonStream:
                         raise self._error(f"control character {c!r} in a key must be escaped", text, pos)
                 elif state is _NUMBER:
                     rest = text[pos:].lstrip(_NUMBER_CHARS)
-                    end = n - len(rest)
-                    if end > pos:
-                        self._nparts.append(text[pos:end])
-                    if not rest:
+                    if not rest:  # the number may continue in the next piece
+                        self._nparts.append(text[pos:])
                         break
+                    end = n - len(rest)
+                    token = text[pos:end]
                     pos = end
-                    if not stack:  # a number at the root
-                        self._state = state
-                        self._finish_number(ops)
-                        state = self._state
-                        continue
-                    nparts = self._nparts
-                    token = nparts[0] + nparts[1] if len(nparts) == 2 else "".join(nparts)
-                    self._nparts = []
-                    number = self._number(token, self._nstart)
-                    frame = stack[-1]
-                    cont = frame[0]
-                    if frame[1]:
-                        key = self._key
-                        path = frame[3] + (escape_token(key) if "~" in key or "/" in key else key)
-                        ops.append({"op": "replace" if key in cont else "add", "path": path, "value": number})
-                        cont[key] = number  # type: ignore[call-overload]
+                    if self._nparts:  # it began in an earlier piece
+                        self._nparts.append(token)
+                        token = "".join(self._nparts)
+                        self._nparts = []
+                    number: int | float
+                    if len(token) < 19 and token.isdigit() and (token[0] != "0" or len(token) == 1):
+                        number = int(token)
                     else:
-                        ops.append({"op": "add", "path": frame[3] + str(len(cont)), "value": number})
-                        cont.append(number)  # type: ignore[union-attr]
-                    state = _AFTER
+                        m = _number_full(token)
+                        if m is not None and len(token) < 19:
+                            number = int(token) if m.lastindex is None else float(token)
+                        else:  # invalid, or long: the checks and their errors live in _number
+                            number = self._number(token, self._nstart)
+                    if stack:
+                        frame = stack[-1]
+                        cont = frame[0]
+                        if frame[1]:
+                            key = self._key
+                            path = frame[3] + (escape_token(key) if "~" in key or "/" in key else key)
+                            ops.append({"op": "replace" if key in cont else "add", "path": path, "value": number})
+                            cont[key] = number  # type: ignore[call-overload]
+                        else:
+                            ops.append({"op": "add", "path": frame[3] + str(len(cont)), "value": number})
+                            cont.append(number)  # type: ignore[union-attr]
+                        state = _AFTER
+                    else:
+                        self._put(number, number, ops)
+                        state = self._end_state
                 elif state is _COLON:
                     if c == ":":
                         state = _VALUE
@@ -720,11 +701,6 @@ class JsonStream:
             self._stack.append(_frame(container, path, slot))
             self._state = _ARR_FIRST
             return pos + 1
-        if c == "-" or "0" <= c <= "9":
-            self._nstart = self._total - len(text) + pos
-            self._nparts = []
-            self._state = _NUMBER  # read (and completed, if it ends in this piece) by the number state
-            return pos
         literal = _LITERALS.get(c)
         if literal is not None:
             word, value = literal
