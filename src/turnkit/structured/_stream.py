@@ -67,15 +67,20 @@ _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _NUMBER_CHARS = "0123456789eE.+-"
 _NUMBER_START = "-0123456789"
-# String content up to the next quote, backslash that starts an unfinished escape, or control character.
-_STR_BODY = re.compile(
-    r'(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u(?![dD][89abAB])[0-9a-fA-F]{4}'
-    r"|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})*"
+# String content up to the next quote, backslash that starts an unfinished escape, or control character
+# (possessive: never backtracks, so a failed full match costs one pass).
+_STR_BODY_RE = (
+    r'(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u(?![dD][89abAB])[0-9a-fA-F]{4}'
+    r"|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})*+"
 )
 # An escape cut by the end of a piece: its start, or a high surrogate waiting for its low half.
-_ESCAPE_TAIL = re.compile(
+_ESCAPE_TAIL_RE = (
     r"\\(?:u(?:[0-9a-fA-F]{0,3}|[dD][89abAB][0-9a-fA-F]{2}(?:\\(?:u(?:[dD](?:[c-fC-F][0-9a-fA-F]{0,2})?)?)?)?))?"
 )
+_STR_BODY = re.compile(_STR_BODY_RE)
+_ESCAPE_TAIL = re.compile(_ESCAPE_TAIL_RE)
+# A whole piece inside a string that does not end it: decodable text, then maybe an unfinished escape.
+_STR_PIECE = re.compile(f"({_STR_BODY_RE})({_ESCAPE_TAIL_RE})?")
 _PREFIX_START = re.compile(r"[\[{]")
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _HEX_PREFIX = re.compile(r"[0-9a-fA-F]{0,3}")
@@ -94,6 +99,7 @@ which refuses more (other C0/C1 controls, format characters such as the emoji jo
 _number_full = _NUMBER_RE.fullmatch
 _str_body = _STR_BODY.match
 _escape_tail = _ESCAPE_TAIL.fullmatch
+_str_piece = _STR_PIECE.fullmatch
 
 
 # An open array or object, as a tuple (cheap to build, one per container):
@@ -289,15 +295,26 @@ class JsonStream:
                     self._sdirty = True
                 return [{"op": "append", "path": self._spath, "value": text}]
             # Escapes: complete ones decoded by json's C decoder, an unfinished one carried over.
-            end = _str_body(text).end()  # type: ignore[union-attr]
-            if end == n or (text[end] == "\\" and _escape_tail(text, end) is not None):
-                self._carry = text[end:]
-                if not end:
+            m = _str_piece(text)
+            if m is not None:
+                piece, tail = m.group(1, 2)
+                self._carry = tail or ""
+                if not piece:
                     return []
-                piece = text[:end]
                 if "\\" in piece:
                     piece = _scanstring(piece + '"', 0)[0]
-                self._string_add(piece)
+                cur = self._scur
+                if cur is not None:
+                    cur += piece
+                    self._scont[self._skey] = cur  # type: ignore[index]
+                    if len(cur) < _EAGER_LIMIT:
+                        self._scur = cur
+                    else:
+                        self._scur = None
+                        self._sparts = [cur]
+                else:
+                    self._sparts.append(piece)
+                    self._sdirty = True
                 return [{"op": "append", "path": self._spath, "value": piece}]
         elif self._carry:
             text = self._carry + text
