@@ -295,7 +295,7 @@ class JsonStream:
                     self._sdirty = True
                 return [{"op": "append", "path": self._spath, "value": text}]
             # Escapes: complete ones decoded by json's C decoder, an unfinished one carried over.
-            m = _str_piece(text)
+            m = _str_piece(text) if "\\" in text else None  # (without one, a quote or control character)
             if m is not None:
                 piece, tail = m.group(1, 2)
                 self._carry = tail or ""
