@@ -31,10 +31,8 @@ class _State(enum.Enum):
     """Parser states. Compared by identity: in feed()'s long loop CPython 3.11 cannot specialise
     ``==`` before a far jump (it compares generically), while ``is`` is always one pointer test."""
 
-    VALUE = "a value is expected (top level, after ':' or after ',' in an array)"
-    ARR_FIRST = "after '[': a value or ']'"
-    OBJ_FIRST = "after '{': a key or '}'"
-    OBJ_KEY = "after ',' in an object: a key"
+    VALUE = "a value is expected (top level, after ':', '[' or ',' in an array; ']' only in an empty array)"
+    OBJ_KEY = "a key is expected (after '{' or ',' in an object; '}' only in an empty object)"
     KEY = "inside a key string"
     COLON = "after a key: ':'"
     AFTER = "after a value inside a container: ',' or the closer"
@@ -47,8 +45,6 @@ class _State(enum.Enum):
 
 
 _VALUE = _State.VALUE
-_ARR_FIRST = _State.ARR_FIRST
-_OBJ_FIRST = _State.OBJ_FIRST
 _OBJ_KEY = _State.OBJ_KEY
 _KEY = _State.KEY
 _COLON = _State.COLON
@@ -407,7 +403,7 @@ class JsonStream:
                     else:
                         expected = "',' or '}'" if stack[-1][1] else "',' or ']'"
                         raise self._error(f"expected {expected}, found {c!r}", text, pos)
-                elif state is _VALUE or state is _ARR_FIRST:
+                elif state is _VALUE:
                     if c == '"' and stack:  # the most common value: a string in a container
                         frame = stack[-1]
                         cont = frame[0]
@@ -434,7 +430,7 @@ class JsonStream:
                         state = _NUMBER
                     elif c == " " or c == "\n" or c == "\r" or c == "\t":
                         pos = _ws(text, pos).end()  # type: ignore[union-attr]
-                    elif c == "]" and state is _ARR_FIRST:
+                    elif c == "]" and stack and not stack[-1][1] and not stack[-1][0]:  # an empty array
                         stack.pop()
                         state = _AFTER if stack else self._end_state
                         pos += 1
@@ -468,12 +464,12 @@ class JsonStream:
                         if c == "{":
                             stack.append((value, True, "}", path + "/", path, slot))
                             ops[-1]["value"] = {}
-                            state = _OBJ_FIRST
+                            state = _OBJ_KEY
                             pos += 1
                         elif c == "[":
                             stack.append((value, False, "]", path + "/", path, slot))
                             ops[-1]["value"] = []
-                            state = _ARR_FIRST
+                            state = _VALUE
                             pos += 1
                         else:
                             state = _AFTER
@@ -483,7 +479,7 @@ class JsonStream:
                         state = self._state
                         if state is _STRING:
                             sop = ops[-1]
-                elif state is _OBJ_KEY or state is _OBJ_FIRST:
+                elif state is _OBJ_KEY:
                     if c == '"':
                         pos += 1
                         end = text.find('"', pos)
@@ -506,12 +502,12 @@ class JsonStream:
                                     pos += 1
                     elif c == " " or c == "\n" or c == "\r" or c == "\t":
                         pos = _ws(text, pos).end()  # type: ignore[union-attr]
-                    elif c == "}" and state is _OBJ_FIRST:
+                    elif c == "}" and not stack[-1][0]:  # an empty object
                         stack.pop()
                         state = _AFTER if stack else self._end_state
                         pos += 1
                     else:
-                        expected = "a key or '}'" if state is _OBJ_FIRST else "a key"
+                        expected = "a key" if stack[-1][0] else "a key or '}'"
                         raise self._error(f"expected {expected}, found {c!r}", text, pos)
                 elif state is _KEY:
                     end = text.find('"', pos)
@@ -711,12 +707,12 @@ class JsonStream:
                 container = {}
                 path, slot = self._put(container, {}, ops)
                 self._stack.append(_frame(container, path, slot))
-                self._state = _OBJ_FIRST
+                self._state = _OBJ_KEY
                 return pos + 1
             container = []
             path, slot = self._put(container, [], ops)
             self._stack.append(_frame(container, path, slot))
-            self._state = _ARR_FIRST
+            self._state = _VALUE
             return pos + 1
         literal = _LITERALS.get(c)
         if literal is not None:
