@@ -63,6 +63,8 @@ _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _NUMBER_CHARS = "0123456789eE.+-"
 _NUMBER_START = "-0123456789"
+_HEX_DIGITS = "0123456789abcdefABCDEF"
+_HIGH = frozenset(a + b for a in "dD" for b in "89abAB")  # first two hex digits of a high surrogate
 # String content up to the next quote, backslash that starts an unfinished escape, or control character
 # (possessive: never backtracks, so a failed full match costs one pass).
 _STR_BODY_RE = (
@@ -108,6 +110,19 @@ def _frame(container: dict[str, Any] | list[Any], path: str, slot: str | int | N
     return (container, is_object, "}" if is_object else "]", path + "/", path, slot)
 
 
+class _JoinedValue:
+    """``JsonStream.value`` while a long string has unjoined parts.
+
+    A non-data descriptor: the current value normally sits in the instance dict, which Python reads
+    first (a dict lookup, not a call); this is consulted only when it is missing, and joins the parts.
+    """
+
+    def __get__(self, stream: JsonStream | None, owner: type[JsonStream]) -> Any:
+        if stream is None:
+            return self
+        return stream._join_string()
+
+
 class JsonStream:
     """Push parser for one JSON document arriving in pieces.
 
@@ -127,6 +142,7 @@ class JsonStream:
     """
 
     __slots__ = (
+        "__dict__",  # holds only "value" (see _JoinedValue)
         "_box",
         "_carry",
         "_end_state",
@@ -178,20 +194,23 @@ class JsonStream:
         self._nparts: list[str] = []
         self._nstart = 0
         self._why_dead = ""
+        self.__dict__["value"] = None
 
     # ------------------------------------------------------------------ reading the state
 
-    @property
-    def value(self) -> Any:
-        """The value so far (``None`` before it starts). Live and shared: treat it as read-only."""
-        if self._sdirty:
-            parts = self._sparts
-            # usually [text so far, one new piece]: '+' is cheaper than join for two
-            joined = parts[0] + parts[1] if len(parts) == 2 else "".join(parts)
-            self._sparts = [joined]
-            self._sdirty = False
-            self._scont[self._skey] = joined  # type: ignore[index]
-        return self._box[0]
+    value: Any = _JoinedValue()
+    """The value so far (``None`` before it starts). Live and shared: treat it as read-only."""
+
+    def _join_string(self) -> Any:
+        """Join the open long string's parts into its container; the value is current again."""
+        parts = self._sparts
+        # usually [text so far, one new piece]: '+' is cheaper than join for two
+        joined = parts[0] + parts[1] if len(parts) == 2 else "".join(parts)
+        self._sparts = [joined]
+        self._scont[self._skey] = joined  # type: ignore[index]
+        self._sdirty = False
+        self.__dict__["value"] = value = self._box[0]
+        return value
 
     @property
     def started(self) -> bool:
@@ -274,44 +293,53 @@ class JsonStream:
                 self._carry = ""
                 n = len(text)
             # Fast path: the piece continues the open string and does not end it.
-            if '"' not in text and "\\" not in text and (text.isprintable() or _plain_full(text) is not None):
-                if not n:
-                    return []
-                cur = self._scur
-                if cur is not None:
-                    cur += text
-                    self._scont[self._skey] = cur  # type: ignore[index]
-                    if len(cur) < _EAGER_LIMIT:
-                        self._scur = cur
-                    else:  # long from now on: parts, joined when the value is read
-                        self._scur = None
-                        self._sparts = [cur]
-                else:
-                    self._sparts.append(text)
-                    self._sdirty = True
-                return [{"op": "append", "path": self._spath, "value": text}]
-            # Escapes: complete ones decoded by json's C decoder, an unfinished one carried over.
-            m = _str_piece(text) if "\\" in text else None  # (without one, a quote or control character)
-            if m is not None:
-                piece, tail = m.group(1, 2)
-                self._carry = tail or ""
-                if not piece:
-                    return []
-                if "\\" in piece:
-                    piece = _scanstring(piece + '"', 0)[0]
-                cur = self._scur
-                if cur is not None:
-                    cur += piece
-                    self._scont[self._skey] = cur  # type: ignore[index]
-                    if len(cur) < _EAGER_LIMIT:
-                        self._scur = cur
+            if '"' not in text:
+                piece: str | None = text
+                if "\\" in text:
+                    # Escapes: complete ones are decoded by json's C decoder; an unfinished last one (or a
+                    # high surrogate whose low half is unfinished) is carried over to the next piece. A cut
+                    # inside an escaped backslash leaves the piece ending in a lone backslash, which the
+                    # decoder refuses: invalid pieces and such cuts go to the loop below, which is exact.
+                    k = text.rfind("\\")
+                    tail = n - k  # characters from the last backslash
+                    if tail > 6 or tail > 1 and text[k + 1] != "u" or tail == 6 and text[k + 2 : k + 4] not in _HIGH:
+                        cut = n  # the last escape is complete (a high surrogate waits for its low half)
+                    elif text[k + 2 :].lstrip(_HEX_DIGITS):
+                        cut = -1  # not hex
+                    elif k >= 6 and text[k - 4 : k - 2] in _HIGH and _escape_tail(text, k - 6) is not None:
+                        cut = k - 6  # a surrogate pair, its low half unfinished
                     else:
-                        self._scur = None
-                        self._sparts = [cur]
-                else:
-                    self._sparts.append(piece)
-                    self._sdirty = True
-                return [{"op": "append", "path": self._spath, "value": piece}]
+                        cut = k
+                    if cut == 0:
+                        self._carry = text
+                        return []
+                    if cut < 0:
+                        piece = None
+                    else:
+                        try:
+                            piece = _scanstring((text[:cut] if cut < n else text) + '"', 0)[0]
+                        except ValueError:  # invalid: the loop below says what and where
+                            piece = None
+                        else:
+                            if cut < n:
+                                self._carry = text[cut:]
+                elif not text.isprintable() and _plain_full(text) is None:
+                    piece = None  # a control character: the loop below refuses it
+                if piece is not None:
+                    if not piece:
+                        return []
+                    cur = self._scur
+                    if cur is not None:
+                        cur += piece
+                        self._scont[self._skey] = cur  # type: ignore[index]
+                        if len(cur) < _EAGER_LIMIT:
+                            self._scur = cur
+                        else:  # long from now on: parts, joined when the value is read
+                            self._scur = None
+                            self._sparts = [cur]
+                    else:
+                        self._lazy_add(piece)
+                    return [{"op": "append", "path": self._spath, "value": piece}]
         elif self._carry:
             text = self._carry + text
             self._carry = ""
@@ -349,8 +377,7 @@ class JsonStream:
                                 self._scur = None
                                 self._sparts = [cur]
                         else:
-                            self._sparts.append(piece)
-                            self._sdirty = True
+                            self._lazy_add(piece)
                         if sop is not None:
                             sop["value"] += piece
                         else:
@@ -365,7 +392,9 @@ class JsonStream:
                             sparts = self._sparts
                             self._scont[self._skey] = sparts[0] if len(sparts) == 1 else "".join(sparts)  # type: ignore[index]
                             self._sparts = []
-                            self._sdirty = False
+                            if self._sdirty:
+                                self._sdirty = False
+                                self.__dict__["value"] = self._box[0]
                         self._scur = None
                         sop = None
                         pos += 1
@@ -653,8 +682,14 @@ class JsonStream:
                 self._scur = None
                 self._sparts = [cur]
             return
+        self._lazy_add(piece)
+
+    def _lazy_add(self, piece: str) -> None:
+        """More text of a long string (or of one at the root, which has no container to keep current)."""
         self._sparts.append(piece)
-        self._sdirty = True
+        if not self._sdirty:
+            self._sdirty = True
+            del self.__dict__["value"]  # the next read joins the parts (_JoinedValue)
 
     def _put(self, value: Any, op_value: Any, ops: list[Op]) -> tuple[str, str | int | None]:
         """Place a new value in the open container (or at the root); emit its add/replace."""
@@ -677,7 +712,7 @@ class JsonStream:
             cont.append(value)  # type: ignore[union-attr]
             ops.append({"op": "add", "path": path, "value": op_value})
             return path, index
-        self._box[0] = value
+        self._box[0] = self.__dict__["value"] = value
         self._started = True
         ops.append({"op": "add", "path": "", "value": op_value})
         return "", None
@@ -688,7 +723,7 @@ class JsonStream:
             path, slot = self._put("", "", ops)
             self._sparts = []
             self._sdirty = False
-            self._scur = ""
+            self._scur = "" if self._stack else None  # a root string is not in a container: always parts
             self._spath = path
             self._scont = self._stack[-1][0] if self._stack else self._box
             self._skey = slot if slot is not None else 0
