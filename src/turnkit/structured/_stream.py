@@ -64,7 +64,6 @@ _NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _NUMBER_CHARS = "0123456789eE.+-"
 _NUMBER_START = "-0123456789"
 _HEX_DIGITS = "0123456789abcdefABCDEF"
-_HIGH = frozenset(a + b for a in "dD" for b in "89abAB")  # first two hex digits of a high surrogate
 # String content up to the next quote, backslash that starts an unfinished escape, or control character
 # (possessive: never backtracks, so a failed full match costs one pass).
 _STR_BODY_RE = (
@@ -84,7 +83,7 @@ _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _HEX_PREFIX = re.compile(r"[0-9a-fA-F]{0,3}")
 _LOW_ESCAPE = re.compile(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 _LOW_ESCAPE_PREFIX = re.compile(r"(?:\\(?:u(?:[dD](?:[c-fC-F][0-9a-fA-F]{0,2})?)?)?)?")
-_EAGER_LIMIT = 1024  # an open string shorter than this is kept current in its container, piece by piece
+_EAGER_LIMIT = 4096  # an open string is kept current in its container until this much input has gone into it
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _LITERALS: dict[str, tuple[str, Any]] = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
 
@@ -145,6 +144,7 @@ class JsonStream:
         "__dict__",  # holds only "value" (see _JoinedValue)
         "_box",
         "_carry",
+        "_checkpoint",
         "_end_state",
         "_key",
         "_kparts",
@@ -170,6 +170,9 @@ class JsonStream:
     def __init__(self, *, skip_prefix: bool = False, limits: Limits | None = None) -> None:
         self._limits = limits if limits is not None else DEFAULT_LIMITS
         self._max_chars = self._limits.max_input_chars
+        # the input total at which feed() takes a closer look: the size limit, or earlier where the open
+        # string stops being kept current (one comparison per piece for both); -1 once the stream is dead
+        self._checkpoint = self._max_chars
         self._max_depth = self._limits.max_json_depth
         self._skip_prefix = skip_prefix
         self._state = _PREFIX if skip_prefix else _VALUE
@@ -277,14 +280,8 @@ class JsonStream:
         """
         n = len(text)
         total = self._total + n
-        if total > self._max_chars:  # also every feed once the stream is dead (no budget left)
-            if self._state is _DEAD:
-                raise UsageError(f"feed() on a JSON stream that is {self._why_dead}")
-            self._die("limit")
-            limit = self._limits.max_input_chars
-            raise LimitExceededError(
-                f"JSON input exceeds max_input_chars={limit}", code="json_too_large", position=total
-            )
+        if total > self._checkpoint:
+            self._at_checkpoint(total)
         self._total = total
         state = self._state
         if state is _STRING:
@@ -297,32 +294,38 @@ class JsonStream:
                 piece: str | None = text
                 if "\\" in text:
                     # Escapes: complete ones are decoded by json's C decoder; an unfinished last one (or a
-                    # high surrogate whose low half is unfinished) is carried over to the next piece. A cut
-                    # inside an escaped backslash leaves the piece ending in a lone backslash, which the
-                    # decoder refuses: invalid pieces and such cuts go to the loop below, which is exact.
+                    # high surrogate whose low half is unfinished) is carried over to the next piece. Text the
+                    # decoder refuses goes to the loop below, which says what is wrong and where.
                     k = text.rfind("\\")
                     tail = n - k  # characters from the last backslash
-                    if tail > 6 or tail > 1 and text[k + 1] != "u" or tail == 6 and text[k + 2 : k + 4] not in _HIGH:
-                        cut = n  # the last escape is complete (a high surrogate waits for its low half)
-                    elif text[k + 2 :].lstrip(_HEX_DIGITS):
-                        cut = -1  # not hex
-                    elif k >= 6 and text[k - 4 : k - 2] in _HIGH and _escape_tail(text, k - 6) is not None:
-                        cut = k - 6  # a surrogate pair, its low half unfinished
-                    else:
-                        cut = k
-                    if cut == 0:
-                        self._carry = text
-                        return []
-                    if cut < 0:
-                        piece = None
-                    else:
+                    if (
+                        tail > 6
+                        or tail > 1
+                        and text[k + 1] != "u"
+                        or tail == 6
+                        and (text[k + 2] not in "dD" or text[k + 3] not in "89abAB")  # not a high surrogate
+                        or k
+                        and text[k - 1] == "\\"
+                        and (k - len(text[:k].rstrip("\\"))) % 2  # the second half of an escaped backslash
+                    ):
                         try:
-                            piece = _scanstring((text[:cut] if cut < n else text) + '"', 0)[0]
-                        except ValueError:  # invalid: the loop below says what and where
+                            piece = _scanstring(text + '"', 0)[0]
+                        except ValueError:
+                            piece = None
+                    elif text[k + 2 :].lstrip(_HEX_DIGITS):
+                        piece = None  # not hex
+                    else:
+                        if k >= 6 and text[k - 4] in "dD" and text[k - 3] in "89abAB" and _escape_tail(text, k - 6):
+                            k -= 6  # a surrogate pair, its low half unfinished
+                        if not k:
+                            self._carry = text
+                            return []
+                        try:
+                            piece = _scanstring(text[:k] + '"', 0)[0]
+                        except ValueError:
                             piece = None
                         else:
-                            if cut < n:
-                                self._carry = text[cut:]
+                            self._carry = text[k:]
                 elif not text.isprintable() and _plain_full(text) is None:
                     piece = None  # a control character: the loop below refuses it
                 if piece is not None:
@@ -332,11 +335,7 @@ class JsonStream:
                     if cur is not None:
                         cur += piece
                         self._scont[self._skey] = cur  # type: ignore[index]
-                        if len(cur) < _EAGER_LIMIT:
-                            self._scur = cur
-                        else:  # long from now on: parts, joined when the value is read
-                            self._scur = None
-                            self._sparts = [cur]
+                        self._scur = cur
                     else:
                         self._lazy_add(piece)
                     return [{"op": "append", "path": self._spath, "value": piece}]
@@ -371,11 +370,7 @@ class JsonStream:
                         if cur is not None:
                             cur += piece
                             self._scont[self._skey] = cur  # type: ignore[index]
-                            if len(cur) < _EAGER_LIMIT:
-                                self._scur = cur
-                            else:
-                                self._scur = None
-                                self._sparts = [cur]
+                            self._scur = cur
                         else:
                             self._lazy_add(piece)
                         if sop is not None:
@@ -450,6 +445,8 @@ class JsonStream:
                             self._skey = index
                         ops.append(sop)
                         self._scur = ""
+                        checkpoint = total + _EAGER_LIMIT
+                        self._checkpoint = checkpoint if checkpoint < self._max_chars else self._max_chars
                         self._spath = path
                         self._scont = cont
                         state = _STRING
@@ -661,7 +658,22 @@ class JsonStream:
     def _die(self, why: str) -> None:
         self._state = _DEAD
         self._why_dead = why
-        self._max_chars = -1  # feed() checks its budget first: the one test that also refuses a dead stream
+        self._checkpoint = -1  # feed() compares with it first: the one test that also refuses a dead stream
+
+    def _at_checkpoint(self, total: int) -> None:
+        """feed() passed the checkpoint: refuse a dead stream or too much input, or stop keeping a long
+        string current (its parts are joined when the value is read)."""
+        if self._state is _DEAD:
+            raise UsageError(f"feed() on a JSON stream that is {self._why_dead}")
+        if total > self._max_chars:
+            self._die("limit")
+            raise LimitExceededError(
+                f"JSON input exceeds max_input_chars={self._max_chars}", code="json_too_large", position=total
+            )
+        if self._scur is not None:
+            self._sparts = [self._scur]
+            self._scur = None
+        self._checkpoint = self._max_chars
 
     def _error(self, message: str, text: str, pos: int) -> ParseError:
         """A syntax error at ``text[pos]`` (``text`` is this piece, with any carried-over start)."""
@@ -676,11 +688,7 @@ class JsonStream:
         if cur is not None:
             cur += piece
             self._scont[self._skey] = cur  # type: ignore[index]
-            if len(cur) < _EAGER_LIMIT:
-                self._scur = cur
-            else:
-                self._scur = None
-                self._sparts = [cur]
+            self._scur = cur
             return
         self._lazy_add(piece)
 
@@ -723,7 +731,11 @@ class JsonStream:
             path, slot = self._put("", "", ops)
             self._sparts = []
             self._sdirty = False
-            self._scur = "" if self._stack else None  # a root string is not in a container: always parts
+            if self._stack:
+                self._scur = ""
+                self._checkpoint = min(self._total + _EAGER_LIMIT, self._max_chars)
+            else:  # a root string is not in a container: always parts
+                self._scur = None
             self._spath = path
             self._scont = self._stack[-1][0] if self._stack else self._box
             self._skey = slot if slot is not None else 0
