@@ -291,8 +291,18 @@ class JsonStream:
                 n = len(text)
             # Fast path: the piece continues the open string and does not end it.
             if '"' not in text:
-                piece: str | None = text
-                if "\\" in text:
+                if "\\" not in text:
+                    # (not when empty, nor with a control character: the loop below refuses those)
+                    if n and (text.isprintable() or _plain_full(text) is not None):
+                        cur = self._scur
+                        if cur is not None:
+                            cur += text
+                            self._scont[self._skey] = cur  # type: ignore[index]
+                            self._scur = cur
+                        else:
+                            self._lazy_add(text)
+                        return [{"op": "append", "path": self._spath, "value": text}]
+                else:
                     # Escapes: complete ones are decoded by json's C decoder; an unfinished last one (or a
                     # high surrogate whose low half is unfinished) is carried over to the next piece. Text the
                     # decoder refuses goes to the loop below, which says what is wrong and where.
@@ -317,7 +327,7 @@ class JsonStream:
                     else:
                         if k >= 6 and text[k - 4] in "dD" and text[k - 3] in "89abAB" and _escape_tail(text, k - 6):
                             k -= 6  # a surrogate pair, its low half unfinished
-                        if not k:
+                        if not k:  # all of it carried over
                             self._carry = text
                             return []
                         try:
@@ -326,19 +336,15 @@ class JsonStream:
                             piece = None
                         else:
                             self._carry = text[k:]
-                elif not text.isprintable() and _plain_full(text) is None:
-                    piece = None  # a control character: the loop below refuses it
-                if piece is not None:
-                    if not piece:
-                        return []
-                    cur = self._scur
-                    if cur is not None:
-                        cur += piece
-                        self._scont[self._skey] = cur  # type: ignore[index]
-                        self._scur = cur
-                    else:
-                        self._lazy_add(piece)
-                    return [{"op": "append", "path": self._spath, "value": piece}]
+                    if piece is not None:
+                        cur = self._scur
+                        if cur is not None:
+                            cur += piece
+                            self._scont[self._skey] = cur  # type: ignore[index]
+                            self._scur = cur
+                        else:
+                            self._lazy_add(piece)
+                        return [{"op": "append", "path": self._spath, "value": piece}]
         elif self._carry:
             text = self._carry + text
             self._carry = ""
