@@ -278,22 +278,19 @@ class JsonStream:
         attribute traffic), not per-character work, dominates, so the hot states are handled inline
         with locals; rare cases (literals split across pieces, escapes, the root) go through helpers.
         """
-        n = len(text)
-        total = self._total + n
+        total = self._total + len(text)
         if total > self._checkpoint:
             self._at_checkpoint(total)
         self._total = total
-        state = self._state
-        if state is _STRING:
+        if self._state is _STRING:
             if self._carry:
                 text = self._carry + text
                 self._carry = ""
-                n = len(text)
             # Fast path: the piece continues the open string and does not end it.
             if '"' not in text:
                 if "\\" not in text:
                     # (not when empty, nor with a control character: the loop below refuses those)
-                    if n and (text.isprintable() or _plain_full(text) is not None):
+                    if text and (text.isprintable() or _plain_full(text) is not None):
                         cur = self._scur
                         if cur is not None:
                             cur += text
@@ -307,7 +304,7 @@ class JsonStream:
                     # high surrogate whose low half is unfinished) is carried over to the next piece. Text the
                     # decoder refuses goes to the loop below, which says what is wrong and where.
                     k = text.rfind("\\")
-                    tail = n - k  # characters from the last backslash
+                    tail = len(text) - k  # characters from the last backslash
                     if (
                         tail > 6
                         or tail > 1
@@ -345,14 +342,17 @@ class JsonStream:
                         else:
                             self._lazy_add(piece)
                         return [{"op": "append", "path": self._spath, "value": piece}]
-        elif self._carry:
-            text = self._carry + text
-            self._carry = ""
-            n = len(text)
-        elif state is _KEY:  # fast path: the piece continues the key and does not end it
-            if '"' not in text and "\\" not in text and (text.isprintable() or _plain_full(text) is not None):
-                self._kparts.append(text)
-                return []
+            state = _STRING
+        else:
+            state = self._state
+            if self._carry:
+                text = self._carry + text
+                self._carry = ""
+            elif state is _KEY:  # fast path: the piece continues the key and does not end it
+                if '"' not in text and "\\" not in text and (text.isprintable() or _plain_full(text) is not None):
+                    self._kparts.append(text)
+                    return []
+        n = len(text)
         ops: list[Op] = []
         sop: Op | None = None  # this piece's op for the open string: later text of it is added to its value
         pos = 0
