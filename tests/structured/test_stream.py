@@ -11,6 +11,7 @@ from tests.chunking import chunkings
 from turnkit.errors import IncompleteInputError, LimitExceededError, ParseError, UsageError
 from turnkit.limits import Limits
 from turnkit.structured import JsonStream, Op, apply_patch, loads, loads_partial
+from turnkit.structured._stream import _EAGER_LIMIT
 
 SEED = '{"title": "Hello, world!", "tags": ["python", "llm"]}'
 
@@ -236,8 +237,9 @@ def test_trailing_text_rejected_without_skip_prefix() -> None:
 @pytest.mark.parametrize("size", [1, 4, 37])
 def test_long_strings_past_the_eager_limit(read_every_piece: bool, size: int) -> None:
     """Short open strings are kept current in their container, long ones as parts: both read right."""
-    long_text = ('ab\\n"é😀\t \\u00e9\\ud83d\\ude00 ' * 150)[:3000]
+    long_text = ('ab\\n"é😀\t \\u00e9\\ud83d\\ude00 ' * 400)[: 2 * _EAGER_LIMIT]
     doc = json.dumps({"short": "x" * 10, "long": long_text, "list": [long_text, "y"]}) + " "
+    assert len(json.dumps(long_text)) > _EAGER_LIMIT  # past the limit in input characters, too
     for root in (doc, json.dumps(long_text)):
         s = JsonStream()
         mirror: Any = None
