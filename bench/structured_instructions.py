@@ -1,0 +1,69 @@
+"""Machine instructions per chunk of JsonStream, counted by valgrind (repeatable on a loaded machine).
+
+    python bench/structured_instructions.py                 # the 100 KB report document
+    python bench/structured_instructions.py --kind records  # the structure-heavy one
+
+Wall-clock medians on a shared machine swing by more than the changes worth measuring; an instruction
+count does not depend on the load. The same workload (bench/structured.py's document, 4-character
+chunks, the value read after every chunk) is run under ``valgrind --tool=callgrind`` once with zero
+and once with ``--runs`` streams; the difference divided by the chunks streamed is the cost per chunk,
+with start-up and document generation cancelled out. Needs valgrind (Debian package ``valgrind``).
+Instructions are not time (a memcpy is cheap per instruction), so confirm a win with bench/structured.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from structured import chunks_of, make_document, run_turnkit  # noqa: E402
+
+
+def _worker(kind: str, size: int, runs: int) -> None:
+    chunks = chunks_of(make_document(size, kind=kind))
+    run_turnkit(chunks_of(make_document(5_000, kind=kind)))  # warm the specialising interpreter either way
+    for _ in range(runs):
+        run_turnkit(chunks)
+    print(len(chunks))
+
+
+def _instructions(kind: str, size: int, runs: int) -> tuple[int, int]:
+    """(instructions, chunks per run) of one worker process under callgrind."""
+    command = [
+        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+        sys.executable, __file__, "--worker", "--kind", kind, "--size", str(size), "--runs", str(runs),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    match = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
+    if match is None:
+        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
+    return int(match.group(1)), int(done.stdout.split()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kind", choices=["report", "records"], default="report", help="the document's kind")
+    parser.add_argument("--size", type=int, default=100_000, help="document size in characters")
+    parser.add_argument("--runs", type=int, default=2, help="streams counted (the difference against zero)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        _worker(args.kind, args.size, args.runs)
+        return 0
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
+    base, chunks = _instructions(args.kind, args.size, 0)
+    total, _ = _instructions(args.kind, args.size, args.runs)
+    per_chunk = (total - base) / args.runs / chunks
+    print(f"{args.kind} {args.size:,} characters, {chunks:,} chunks: {per_chunk:,.0f} instructions per chunk")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
