@@ -66,18 +66,14 @@ _NUMBER_START = "-0123456789"
 _HEX_DIGITS = "0123456789abcdefABCDEF"
 # String content up to the next quote, backslash that starts an unfinished escape, or control character
 # (possessive: never backtracks, so a failed full match costs one pass).
-_STR_BODY_RE = (
+_STR_BODY = re.compile(
     r'(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u(?![dD][89abAB])[0-9a-fA-F]{4}'
     r"|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})*+"
 )
 # An escape cut by the end of a piece: its start, or a high surrogate waiting for its low half.
-_ESCAPE_TAIL_RE = (
+_ESCAPE_TAIL = re.compile(
     r"\\(?:u(?:[0-9a-fA-F]{0,3}|[dD][89abAB][0-9a-fA-F]{2}(?:\\(?:u(?:[dD](?:[c-fC-F][0-9a-fA-F]{0,2})?)?)?)?))?"
 )
-_STR_BODY = re.compile(_STR_BODY_RE)
-_ESCAPE_TAIL = re.compile(_ESCAPE_TAIL_RE)
-# A whole piece inside a string that does not end it: decodable text, then maybe an unfinished escape.
-_STR_PIECE = re.compile(f"({_STR_BODY_RE})({_ESCAPE_TAIL_RE})?")
 _PREFIX_START = re.compile(r"[\[{]")
 _HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 _HEX_PREFIX = re.compile(r"[0-9a-fA-F]{0,3}")
@@ -96,7 +92,6 @@ which refuses more (other C0/C1 controls, format characters such as the emoji jo
 _number_full = _NUMBER_RE.fullmatch
 _str_body = _STR_BODY.match
 _escape_tail = _ESCAPE_TAIL.fullmatch
-_str_piece = _STR_PIECE.fullmatch
 
 
 # An open array or object, as a tuple (cheap to build, one per container):
