@@ -150,7 +150,6 @@ class JsonStream:
         "_nstart",
         "_scont",
         "_scur",
-        "_sdirty",
         "_skey",
         "_skip_prefix",
         "_spath",
@@ -180,7 +179,6 @@ class JsonStream:
         self._carry = ""
         # the open string value: its container and slot (the box and 0 at the root)
         self._sparts: list[str] = []
-        self._sdirty = False
         self._scur: str | None = None  # the open string's text while short (kept current in its container)
         self._spath = ""
         self._scont: dict[str, Any] | list[Any] = self._box
@@ -206,7 +204,6 @@ class JsonStream:
         joined = parts[0] + parts[1] if len(parts) == 2 else "".join(parts)
         self._sparts = [joined]
         self._scont[self._skey] = joined  # type: ignore[index]
-        self._sdirty = False
         self.__dict__["value"] = value = self._box[0]
         return value
 
@@ -388,9 +385,7 @@ class JsonStream:
                             sparts = self._sparts
                             self._scont[self._skey] = sparts[0] if len(sparts) == 1 else "".join(sparts)  # type: ignore[index]
                             self._sparts = []
-                            if self._sdirty:
-                                self._sdirty = False
-                                self.__dict__["value"] = self._box[0]
+                            self.__dict__["value"] = self._box[0]  # current again, if a read was pending
                         self._scur = None
                         sop = None
                         pos += 1
@@ -696,9 +691,7 @@ class JsonStream:
     def _lazy_add(self, piece: str) -> None:
         """More text of a long string (or of one at the root, which has no container to keep current)."""
         self._sparts.append(piece)
-        if not self._sdirty:
-            self._sdirty = True
-            del self.__dict__["value"]  # the next read joins the parts (_JoinedValue)
+        self.__dict__.pop("value", None)  # the next read joins the parts (_JoinedValue)
 
     def _put(self, value: Any, op_value: Any, ops: list[Op]) -> tuple[str, str | int | None]:
         """Place a new value in the open container (or at the root); emit its add/replace."""
@@ -731,7 +724,6 @@ class JsonStream:
         if c == '"':
             path, slot = self._put("", "", ops)
             self._sparts = []
-            self._sdirty = False
             if self._stack:
                 self._scur = ""
                 self._checkpoint = min(self._total + _EAGER_LIMIT, self._max_chars)
