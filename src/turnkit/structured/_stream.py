@@ -280,17 +280,10 @@ class JsonStream:
                 self._carry = ""
             # Fast path: the piece continues the open string and does not end it.
             if '"' not in text:
+                piece: str | None
                 if "\\" not in text:
                     # (not when empty, nor with a control character: the loop below refuses those)
-                    if text and (text.isprintable() or _plain_full(text) is not None):
-                        cur = self._scur
-                        if cur is not None:
-                            cur += text
-                            self._scont[self._skey] = cur  # type: ignore[index]
-                            self._scur = cur
-                        else:
-                            self._lazy_add(text)
-                        return [{"op": "append", "path": self._spath, "value": text}]
+                    piece = text if text and (text.isprintable() or _plain_full(text) is not None) else None
                 else:
                     # Escapes: complete ones are decoded by json's C decoder; an unfinished last one (or a
                     # high surrogate whose low half is unfinished) is carried over to the next piece. Text the
@@ -325,15 +318,15 @@ class JsonStream:
                             piece = None
                         else:
                             self._carry = text[k:]
-                    if piece is not None:
-                        cur = self._scur
-                        if cur is not None:
-                            cur += piece
-                            self._scont[self._skey] = cur  # type: ignore[index]
-                            self._scur = cur
-                        else:
-                            self._lazy_add(piece)
-                        return [{"op": "append", "path": self._spath, "value": piece}]
+                if piece is not None:
+                    cur = self._scur
+                    if cur is not None:
+                        cur += piece
+                        self._scont[self._skey] = cur  # type: ignore[index]
+                        self._scur = cur
+                    else:
+                        self._lazy_add(piece)
+                    return [{"op": "append", "path": self._spath, "value": piece}]
             state = _STRING
         else:
             state = self._state
