@@ -16,6 +16,7 @@ import pytest
 
 from turnkit.errors import IncompleteInputError, ParseError
 from turnkit.structured import JsonStream, apply_patch, loads_partial
+from turnkit.structured._stream import _ESCAPE_MEMO_KEY, _ESCAPE_MEMO_SIZE, _escape_memo
 
 VALID = [
     r"\uc74c\uc2dd\uc774 ok",  # ensure_ascii Hangul
@@ -50,23 +51,28 @@ def _cuts(text: str) -> list[list[str]]:
     return out
 
 
+@pytest.mark.parametrize("memo", ["cold", "warm"])
 @pytest.mark.parametrize("body", VALID)
-def test_valid_escapes_every_cut(body: str) -> None:
+def test_valid_escapes_every_cut(body: str, memo: str) -> None:
+    """Cold: every escaped piece is split afresh; warm: a second pass takes the same pieces from the memo."""
     doc = '{"k": "' + body + '", "l": ["' + body + '"]}'
     final = json.loads(doc)
-    for pieces in _cuts(doc):
-        s = JsonStream()
-        mirror = None
-        for piece in pieces:
-            mirror = apply_patch(mirror, s.feed(piece))
-            value = s.value
-            assert mirror == value, pieces
-            if isinstance(value, dict) and "k" in value:
-                assert final["k"].startswith(value["k"]), pieces
-                if "l" in value and value["l"]:
-                    assert final["l"][0].startswith(value["l"][0]), pieces
-        mirror = apply_patch(mirror, s.close())
-        assert s.value == final and mirror == final, pieces
+    for _ in range(1 if memo == "cold" else 2):
+        for pieces in _cuts(doc):
+            if memo == "cold":
+                _escape_memo.clear()
+            s = JsonStream()
+            mirror = None
+            for piece in pieces:
+                mirror = apply_patch(mirror, s.feed(piece))
+                value = s.value
+                assert mirror == value, pieces
+                if isinstance(value, dict) and "k" in value:
+                    assert final["k"].startswith(value["k"]), pieces
+                    if "l" in value and value["l"]:
+                        assert final["l"][0].startswith(value["l"][0]), pieces
+            mirror = apply_patch(mirror, s.close())
+            assert s.value == final and mirror == final, pieces
 
 
 def _failure(pieces: list[str]) -> tuple[type[Exception], int | None, int]:
@@ -104,3 +110,25 @@ def test_invalid_escapes_fail_alike_at_every_cut(body: str) -> None:
                 assert failure == (kind, position, _invalid_from(pieces)), pieces
             else:  # the prefix ends before the bad character shows
                 assert failure[0] is IncompleteInputError and _invalid_from(pieces) == len(pieces), pieces
+
+
+def test_escape_memo_stays_bounded_and_right() -> None:
+    """More distinct escaped pieces than the memo holds: it never grows past its size, and values
+    stay right after it is emptied; pieces longer than its key limit are not remembered."""
+    _escape_memo.clear()
+    codes = range(0x3400, 0x3400 + 3 * _ESCAPE_MEMO_SIZE)
+    body = "".join(f"\\u{code:04x}" for code in codes)
+    s = JsonStream()
+    s.feed('["')
+    for i in range(0, len(body), 6):
+        s.feed(body[i : i + 6])
+        assert len(_escape_memo) <= _ESCAPE_MEMO_SIZE
+    s.feed('"]')
+    s.close()
+    assert s.value == ["".join(map(chr, codes))]
+    for piece in ("x" * (_ESCAPE_MEMO_KEY - 2) + "\\n", "x" * (_ESCAPE_MEMO_KEY - 1) + "\\n"):
+        s = JsonStream()
+        s.feed('"')
+        s.feed(piece)
+        assert s.value == piece[:-2] + "\n"
+        assert (piece in _escape_memo) is (len(piece) <= _ESCAPE_MEMO_KEY)

@@ -94,6 +94,49 @@ _str_body = _STR_BODY.match
 _escape_tail = _ESCAPE_TAIL.fullmatch
 
 
+_ESCAPE_MEMO_SIZE = 4096
+_ESCAPE_MEMO_KEY = 24  # longest piece remembered
+_escape_memo: dict[str, tuple[str, str]] = {}
+"""Short string pieces with escapes, split by :func:`_split_escaped` (a pure function of the piece).
+Streamed pieces are tokens, and ``\\n``, ``\\"``, ``\\uXXXX`` and their fragments recur: a hit costs a
+dict lookup instead of the tail tests and a call of json's decoder. Bounded; emptied when full."""
+
+
+def _split_escaped(text: str) -> tuple[str, str] | None:
+    """String text with escapes as (decoded complete part, unfinished escape to carry over to the next
+    piece); None when the loop must look (the string ends here, or the text is invalid)."""
+    k = text.rfind("\\")
+    tail = len(text) - k  # characters from the last backslash
+    cut = len(text)  # where the carried-over escape starts
+    if (
+        (tail == 1 or tail < 7 and text[k + 1] == "u")
+        and not (k and text[k - 1] == "\\" and (k - len(text[:k].rstrip("\\"))) % 2)  # not the end of `\\\\`
+        and (tail < 6 or text[k + 2] in "dD" and text[k + 3] in "89abAB")  # unfinished, or a high surrogate
+        and not text[k + 2 :].lstrip(_HEX_DIGITS)  # (not hex: the decoder refuses it below)
+    ):
+        cut = k
+        if k >= 6 and text[k - 4] in "dD" and text[k - 3] in "89abAB" and _escape_tail(text, k - 6):
+            cut = k - 6  # a surrogate pair, its low half unfinished
+    head = text[:cut]
+    if "\\" in head:
+        try:
+            piece, end = _scanstring(head + '"', 0)
+        except ValueError:
+            return None
+        if end <= cut:  # stopped at an unescaped quote: the string ends in this piece
+            return None
+    elif '"' in head or not (head.isprintable() or _plain_full(head) is not None):
+        return None
+    else:
+        piece = head
+    split = piece, text[cut:]
+    if len(text) <= _ESCAPE_MEMO_KEY:
+        if len(_escape_memo) >= _ESCAPE_MEMO_SIZE:
+            _escape_memo.clear()
+        _escape_memo[text] = split
+    return split
+
+
 # An open array or object, as a tuple (cheap to build, one per container):
 # (container, is_object, closer, prefix = path + "/", path, slot it fills in its parent).
 _Frame = tuple[dict[str, Any] | list[Any], bool, str, str, str, str | int | None]
@@ -266,9 +309,9 @@ class JsonStream:
     def feed(self, text: str) -> list[Op]:
         """Parse the next piece of input; return the operations that turn the old value into the new.
 
-        One function on purpose: with pieces of a few characters the per-piece overhead (calls,
-        attribute traffic), not per-character work, dominates, so the hot states are handled inline
-        with locals; rare cases (literals split across pieces, escapes, the root) go through helpers.
+        With pieces of a few characters the per-piece overhead (calls, attribute traffic), not the
+        per-character work, dominates: the commonest pieces (more of an open string, more of a key) are
+        handled here with few locals, everything else by :meth:`_scan`.
         """
         total = self._total + len(text)
         if total > self._checkpoint:
@@ -279,64 +322,44 @@ class JsonStream:
                 text = self._carry + text
                 self._carry = ""
             # Fast path: the piece continues the open string and does not end it.
-            if '"' not in text:
-                piece: str | None
-                if "\\" not in text:
-                    # (not when empty, nor with a control character: the loop below refuses those)
-                    piece = text if text and (text.isprintable() or _plain_full(text) is not None) else None
-                else:
-                    # Escapes: complete ones are decoded by json's C decoder; an unfinished last one (or a
-                    # high surrogate whose low half is unfinished) is carried over to the next piece. Text the
-                    # decoder refuses goes to the loop below, which says what is wrong and where.
-                    k = text.rfind("\\")
-                    tail = len(text) - k  # characters from the last backslash
-                    if (
-                        tail > 6
-                        or tail > 1
-                        and text[k + 1] != "u"
-                        or tail == 6
-                        and (text[k + 2] not in "dD" or text[k + 3] not in "89abAB")  # not a high surrogate
-                        or k
-                        and text[k - 1] == "\\"
-                        and (k - len(text[:k].rstrip("\\"))) % 2  # the second half of an escaped backslash
-                    ):
-                        try:
-                            piece = _scanstring(text + '"', 0)[0]
-                        except ValueError:
-                            piece = None
-                    elif text[k + 2 :].lstrip(_HEX_DIGITS):
-                        piece = None  # not hex
-                    else:
-                        if k >= 6 and text[k - 4] in "dD" and text[k - 3] in "89abAB" and _escape_tail(text, k - 6):
-                            k -= 6  # a surrogate pair, its low half unfinished
-                        if not k:  # all of it carried over
-                            self._carry = text
-                            return []
-                        try:
-                            piece = _scanstring(text[:k] + '"', 0)[0]
-                        except ValueError:
-                            piece = None
-                        else:
-                            self._carry = text[k:]
-                if piece is not None:
-                    cur = self._scur
-                    if cur is not None:
-                        cur += piece
-                        self._scont[self._skey] = cur  # type: ignore[index]
-                        self._scur = cur
-                    else:
-                        self._lazy_add(piece)
-                    return [{"op": "append", "path": self._spath, "value": piece}]
-            state = _STRING
-        else:
-            state = self._state
-            if self._carry:
-                text = self._carry + text
-                self._carry = ""
-            elif state is _KEY:  # fast path: the piece continues the key and does not end it
-                if '"' not in text and "\\" not in text and (text.isprintable() or _plain_full(text) is not None):
-                    self._kparts.append(text)
-                    return []
+            if "\\" not in text:
+                # (not when empty, nor with a control character: _scan refuses those)
+                if '"' in text or not text or not (text.isprintable() or _plain_full(text) is not None):
+                    return self._scan(text, _STRING)
+                piece = text
+            else:
+                # Escapes: complete ones are decoded, an unfinished last one is carried over to the next piece
+                # (a high surrogate too, until its low half is complete: never half an emoji).
+                split = _escape_memo.get(text) or _split_escaped(text)
+                if split is None:
+                    return self._scan(text, _STRING)
+                piece, carry = split
+                if carry:
+                    self._carry = carry
+                    if not piece:
+                        return []
+            cur = self._scur
+            if cur is not None:
+                cur += piece
+                self._scont[self._skey] = cur  # type: ignore[index]
+                self._scur = cur
+            else:
+                self._lazy_add(piece)
+            return [{"op": "append", "path": self._spath, "value": piece}]
+        state = self._state
+        if self._carry:
+            text = self._carry + text
+            self._carry = ""
+        elif state is _KEY:  # fast path: the piece continues the key and does not end it
+            if '"' not in text and "\\" not in text and (text.isprintable() or _plain_full(text) is not None):
+                self._kparts.append(text)
+                return []
+        return self._scan(text, state)
+
+    def _scan(self, text: str, state: _State) -> list[Op]:
+        """The general case of feed(): one loop over the piece, the hot states inline with locals; rare
+        cases (literals split across pieces, escapes cut inside a key, the root) go through helpers."""
+        total = self._total
         n = len(text)
         ops: list[Op] = []
         sop: Op | None = None  # this piece's op for the open string: later text of it is added to its value
