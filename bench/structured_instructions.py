@@ -2,6 +2,7 @@
 
     python bench/structured_instructions.py                 # the 100 KB report document
     python bench/structured_instructions.py --kind records  # the structure-heavy one
+    python bench/structured_instructions.py --text fresh    # text that never repeats
 
 Wall-clock medians on a shared machine swing by more than the changes worth measuring; an instruction
 count does not depend on the load. The same workload (bench/structured.py's document, 4-character
@@ -25,19 +26,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from structured import chunks_of, make_document, run_turnkit  # noqa: E402
 
 
-def _worker(kind: str, size: int, runs: int) -> None:
-    chunks = chunks_of(make_document(size, kind=kind))
-    run_turnkit(chunks_of(make_document(5_000, kind=kind)))  # warm the specialising interpreter either way
+def _worker(kind: str, text: str, size: int, runs: int) -> None:
+    chunks = chunks_of(make_document(size, kind=kind, text=text))
+    run_turnkit(chunks_of(make_document(5_000, kind=kind, text=text)))  # warm the specialising interpreter either way
     for _ in range(runs):
         run_turnkit(chunks)
     print(len(chunks))
 
 
-def _instructions(kind: str, size: int, runs: int) -> tuple[int, int]:
+def _instructions(kind: str, text: str, size: int, runs: int) -> tuple[int, int]:
     """(instructions, chunks per run) of one worker process under callgrind."""
     command = [
         "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-        sys.executable, __file__, "--worker", "--kind", kind, "--size", str(size), "--runs", str(runs),
+        sys.executable, __file__, "--worker", "--kind", kind, "--text", text, "--size", str(size),
+        "--runs", str(runs),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     match = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
@@ -49,19 +51,21 @@ def _instructions(kind: str, size: int, runs: int) -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kind", choices=["report", "records"], default="report", help="the document's kind")
+    parser.add_argument("--text", choices=["repeated", "fresh"], default="repeated", help="the texts' kind")
     parser.add_argument("--size", type=int, default=100_000, help="document size in characters")
     parser.add_argument("--runs", type=int, default=2, help="streams counted (the difference against zero)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        _worker(args.kind, args.size, args.runs)
+        _worker(args.kind, args.text, args.size, args.runs)
         return 0
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
-    base, chunks = _instructions(args.kind, args.size, 0)
-    total, _ = _instructions(args.kind, args.size, args.runs)
+    base, chunks = _instructions(args.kind, args.text, args.size, 0)
+    total, _ = _instructions(args.kind, args.text, args.size, args.runs)
     per_chunk = (total - base) / args.runs / chunks
-    print(f"{args.kind} {args.size:,} characters, {chunks:,} chunks: {per_chunk:,.0f} instructions per chunk")
+    what = f"{args.kind} ({args.text} text) {args.size:,} characters, {chunks:,} chunks"
+    print(f"{what}: {per_chunk:,.0f} instructions per chunk")
     return 0
 
 
