@@ -179,6 +179,33 @@ def test_feed_after_close_is_usage_error() -> None:
         s.feed(" ")
 
 
+# Every parser state, and the text that puts a stream there.
+STATES = {
+    "value": "",
+    "string": '{"a": "x',
+    "string with a carried escape": '{"a": "x\\u00',
+    "key": '{"ke',
+    "object key": '{"a": 1, ',
+    "colon": '{"a"',
+    "after a value": '{"a": true',
+    "number": '{"a": 1',
+    "array value": "[",
+    "done": "[1]",
+}
+
+
+@pytest.mark.parametrize("wrong", [b'"x"', 42, None, ["x"], 1.5])
+@pytest.mark.parametrize("state", [*STATES, "skip_prefix", "skip_prefix trail"])
+def test_feed_refuses_what_is_not_text(state: str, wrong: Any) -> None:
+    """Not text is a usage error naming the type, from any state, and the stream is dead after it."""
+    s = JsonStream(skip_prefix=state.startswith("skip_prefix"))
+    s.feed({"skip_prefix": "Here: ", "skip_prefix trail": "Here: [1] and"}.get(state) or STATES.get(state, ""))
+    with pytest.raises(UsageError, match=f"feed\\(\\) takes str, not {type(wrong).__name__}"):
+        s.feed(wrong)
+    with pytest.raises(UsageError, match="failed"):
+        s.feed("1")
+
+
 def test_depth_limit() -> None:
     limits = Limits(max_json_depth=3)
     assert loads("[[[1]]]", limits=limits) == [[[1]]]

@@ -313,48 +313,55 @@ class JsonStream:
         per-character work, dominates: the commonest pieces (more of an open string, more of a key) are
         handled here with few locals, everything else by :meth:`_scan`.
         """
-        total = self._total + len(text)
-        if total > self._checkpoint:
-            self._at_checkpoint(total)
-        self._total = total
-        if self._state is _STRING:
+        try:
+            total = self._total + len(text)
+            if total > self._checkpoint:
+                self._at_checkpoint(total)
+            self._total = total
+            if self._state is _STRING:
+                if self._carry:
+                    text = self._carry + text
+                    self._carry = ""
+                # Fast path: the piece continues the open string and does not end it.
+                if "\\" not in text:
+                    # (not when empty, nor with a control character: _scan refuses those)
+                    if '"' in text or not text or not (text.isprintable() or _plain_full(text) is not None):
+                        return self._scan(text, _STRING)
+                    piece = text
+                else:
+                    # Escapes: complete ones are decoded, an unfinished last one is carried over to the next piece
+                    # (a high surrogate too, until its low half is complete: never half an emoji).
+                    split = _escape_memo.get(text) or _split_escaped(text)
+                    if split is None:
+                        return self._scan(text, _STRING)
+                    piece, carry = split
+                    if carry:
+                        self._carry = carry
+                        if not piece:
+                            return []
+                cur = self._scur
+                if cur is not None:
+                    cur += piece
+                    self._scont[self._skey] = cur  # type: ignore[index]
+                    self._scur = cur
+                else:
+                    self._lazy_add(piece)
+                return [{"op": "append", "path": self._spath, "value": piece}]
+            state = self._state
             if self._carry:
                 text = self._carry + text
                 self._carry = ""
-            # Fast path: the piece continues the open string and does not end it.
-            if "\\" not in text:
-                # (not when empty, nor with a control character: _scan refuses those)
-                if '"' in text or not text or not (text.isprintable() or _plain_full(text) is not None):
-                    return self._scan(text, _STRING)
-                piece = text
-            else:
-                # Escapes: complete ones are decoded, an unfinished last one is carried over to the next piece
-                # (a high surrogate too, until its low half is complete: never half an emoji).
-                split = _escape_memo.get(text) or _split_escaped(text)
-                if split is None:
-                    return self._scan(text, _STRING)
-                piece, carry = split
-                if carry:
-                    self._carry = carry
-                    if not piece:
-                        return []
-            cur = self._scur
-            if cur is not None:
-                cur += piece
-                self._scont[self._skey] = cur  # type: ignore[index]
-                self._scur = cur
-            else:
-                self._lazy_add(piece)
-            return [{"op": "append", "path": self._spath, "value": piece}]
-        state = self._state
-        if self._carry:
-            text = self._carry + text
-            self._carry = ""
-        elif state is _KEY:  # fast path: the piece continues the key and does not end it
-            if '"' not in text and "\\" not in text and (text.isprintable() or _plain_full(text) is not None):
-                self._kparts.append(text)
-                return []
-        return self._scan(text, state)
+            elif state is _KEY:  # fast path: the piece continues the key and does not end it
+                if '"' not in text and "\\" not in text and (text.isprintable() or _plain_full(text) is not None):
+                    self._kparts.append(text)
+                    return []
+            return self._scan(text, state)
+        except (TypeError, AttributeError):
+            if isinstance(text, str):
+                raise
+            # not text: the operations on str refused it (checked here, off the hot path)
+            self._die("failed")
+            raise UsageError(f"feed() takes str, not {type(text).__name__}") from None
 
     def _scan(self, text: str, state: _State) -> list[Op]:
         """The general case of feed(): one loop over the piece, the hot states inline with locals; rare
@@ -637,6 +644,8 @@ class JsonStream:
                     pos = m.start()
                     state = _VALUE
                 elif state is _TRAIL:
+                    if not isinstance(text, str):
+                        raise TypeError("feed() takes str")
                     break
                 else:  # pragma: no cover - _DEAD is refused by the budget check
                     raise UsageError("JSON stream in an impossible state")
@@ -689,6 +698,8 @@ class JsonStream:
 
     def _error(self, message: str, text: str, pos: int) -> ParseError:
         """A syntax error at ``text[pos]`` (``text`` is this piece, with any carried-over start)."""
+        if not isinstance(text, str):  # not a syntax error: feed() says what it was given
+            raise TypeError("feed() takes str")
         position = self._total - len(text) + pos
         return ParseError(message, code="json_syntax", position=position, snippet=snippet_around(text, pos))
 
