@@ -387,13 +387,7 @@ class JsonStream:
                         if "\\" in piece:
                             piece = _scanstring(piece + '"', 0)[0]
                     if piece:
-                        cur = self._scur
-                        if cur is not None:
-                            cur += piece
-                            self._scont[self._skey] = cur  # type: ignore[index]
-                            self._scur = cur
-                        else:
-                            self._lazy_add(piece)
+                        self._string_add(piece)
                         if sop is not None:
                             sop["value"] += piece
                         else:
