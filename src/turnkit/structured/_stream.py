@@ -458,7 +458,7 @@ class JsonStream:
                             self._skey = index
                         ops.append(sop)
                         self._scur = ""
-                        checkpoint = total + _EAGER_LIMIT
+                        checkpoint = total + _EAGER_LIMIT  # (a conditional: cheaper than min() here)
                         self._checkpoint = checkpoint if checkpoint < self._max_chars else self._max_chars
                         self._spath = path
                         self._scont = cont
@@ -747,7 +747,8 @@ class JsonStream:
             self._sparts = []
             if self._stack:
                 self._scur = ""
-                self._checkpoint = min(self._total + _EAGER_LIMIT, self._max_chars)
+                checkpoint = self._total + _EAGER_LIMIT
+                self._checkpoint = checkpoint if checkpoint < self._max_chars else self._max_chars
             else:  # a root string is not in a container: always parts
                 self._scur = None
             self._spath = path
