@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from turnkit._json import json_copy
 from turnkit.structured import Op, StructuredStream, apply_patch
-from turnkit.structured._patch import json_copy
 
 
 def run_checked(

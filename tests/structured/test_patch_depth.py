@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
+from turnkit._json import json_copy
 from turnkit.limits import DEFAULT_LIMITS
 from turnkit.structured import JsonStream, apply_patch
-from turnkit.structured._patch import json_copy, json_equal
+from turnkit.structured._patch import json_equal
 
 
 def _deep(depth: int) -> object:

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from turnkit._json import json_copy
 from turnkit.structured import (
     ItemsWhenComplete,
     RequireFields,
@@ -18,7 +19,6 @@ from turnkit.structured import (
     apply_patch,
     partial_model,
 )
-from turnkit.structured._patch import json_copy
 
 
 class PLine(BaseModel):

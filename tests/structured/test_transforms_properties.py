@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from turnkit._json import json_copy
 from turnkit.structured import PathMap, StructuredStream, Transform, apply_patch
-from turnkit.structured._patch import json_copy
 
 _text = st.text(st.characters(exclude_categories=("Cs",)), max_size=10)
 _items = st.lists(

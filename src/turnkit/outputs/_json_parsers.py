@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from turnkit._json import pointer_join
 from turnkit.errors import OutputParseError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.outputs._base import DictFilterMixin, KeySelection, ParserBase
@@ -14,7 +15,6 @@ from turnkit.outputs._fences import find_fence
 from turnkit.outputs._json_repair import load_json_reply
 from turnkit.outputs._response import ModelResponse, Repair, as_response
 from turnkit.outputs._schema import ResponseSchema, SchemaSpec, is_pydantic_model
-from turnkit.outputs._schema_check import pointer_join
 from turnkit.outputs._size import check_size
 
 if TYPE_CHECKING:

@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from turnkit._json import pointer_join, unescape_token
 from turnkit.errors import OutputParseError, RegexTimeoutError, UsageError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.outputs._feedback import reply_error
@@ -81,7 +82,7 @@ class ResponseSchema:
         except ValidationError as exc:
             problems = []
             for error in exc.errors(include_url=False)[:5]:
-                pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in error["loc"])
+                pointer = pointer_join("", *error["loc"])
                 shown = json.dumps(error.get("input"), ensure_ascii=False, default=str)
                 if len(shown) > 60:
                     shown = shown[:57] + "..."
@@ -110,7 +111,7 @@ def _locate(pointer: str, reply: str) -> int | None:
     for part in reversed(parts):
         if part.isdigit():
             continue
-        key = part.replace("~1", "/").replace("~0", "~")
+        key = unescape_token(part)
         where = reply.find(json.dumps(key, ensure_ascii=False))
         if where < 0:
             where = reply.find(key)

@@ -13,10 +13,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from turnkit._json import pointer_join, unescape_token
 from turnkit.errors import RegexTimeoutError, UsageError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["SUPPORTED_KEYWORDS", "SchemaChecker", "pointer_join"]
+__all__ = ["SUPPORTED_KEYWORDS", "SchemaChecker"]
 
 SUPPORTED_KEYWORDS = frozenset(
     {
@@ -36,10 +37,6 @@ _TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean",
 _MAX_ERRORS = 5
 _MAX_STEPS = 1_000_000
 
-
-def pointer_join(pointer: str, part: str | int) -> str:
-    """Append one reference token to a JSON Pointer (RFC 6901 escaping)."""
-    return pointer + "/" + str(part).replace("~", "~0").replace("/", "~1")
 
 
 def _type_of(value: Any) -> str:
@@ -142,7 +139,7 @@ class SchemaChecker:
             raise UsageError(f"only local $ref ('#/...') is supported, got {ref!r} at {where}", code="schema")
         node: Any = self.schema
         for raw in ref[1:].split("/")[1:] if ref != "#" else []:
-            part = raw.replace("~1", "/").replace("~0", "~")
+            part = unescape_token(raw)
             if not isinstance(node, Mapping) or part not in node:
                 raise UsageError(f"$ref {ref!r} at {where} does not resolve", code="schema")
             node = node[part]

@@ -14,6 +14,7 @@ import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from turnkit._json import pointer_join
 from turnkit.errors import LimitExceededError, ParseError, UsageError
 from turnkit.outputs._response import ModelResponse
 from turnkit.outputs._size import check_size_of
@@ -315,7 +316,7 @@ class TaggedReplyStream(ReplyStream):
 
     def _emit(self, tagged: TaggedContent, text: str, ops: list[Op]) -> None:
         name = tagged.name
-        path = "/" + name.replace("~", "~0").replace("/", "~1")
+        path = pointer_join("", name)
         preview = self._json.get(name)
         if preview is not None:
             ops.extend(_prefixed(preview.feed(text), path))

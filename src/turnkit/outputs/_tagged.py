@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from turnkit._json import pointer_join
 from turnkit.errors import UsageError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.outputs._base import DictFilterMixin, KeySelection, ParserBase
@@ -20,7 +21,6 @@ from turnkit.outputs._fences import find_fence
 from turnkit.outputs._json_repair import load_json_reply
 from turnkit.outputs._response import ModelResponse, Repair, as_response
 from turnkit.outputs._schema import ResponseSchema, SchemaSpec
-from turnkit.outputs._schema_check import pointer_join
 from turnkit.outputs._size import check_size
 
 if TYPE_CHECKING:

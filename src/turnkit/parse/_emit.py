@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from turnkit._json import loads_or_none
 from turnkit.messages import AssistantMessage, ToolCall
 
 __all__ = ["Delta", "Emitter"]
@@ -200,7 +201,7 @@ class Emitter:
         for call in own_calls:
             if not call.done:
                 raw = "".join(call.parts)
-                ok, value = _loads(raw) if raw.strip() else (False, None)
+                ok, value = loads_or_none(raw) if raw.strip() else (False, None)
                 call_value: Any = value if ok else raw
                 incomplete = True
             else:
@@ -218,9 +219,3 @@ class Emitter:
             message["incomplete"] = True
         return message
 
-
-def _loads(raw: str) -> tuple[bool, Any]:
-    try:
-        return True, json.loads(raw)
-    except (ValueError, RecursionError):
-        return False, None

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["JsonValueScanner", "json_text", "loads_or_none"]
+__all__ = ["JsonValueScanner", "json_text"]
 
 _STRING_STOP = re.compile(r'["\\]')
 _NEST_STOP = re.compile(r'["{}\[\]]')
@@ -89,13 +89,6 @@ class JsonValueScanner:
                     return pos
         return -1
 
-
-def loads_or_none(text: str) -> tuple[bool, Any]:
-    """``(True, value)`` when ``text`` is valid JSON, else ``(False, None)``; never raises."""
-    try:
-        return True, json.loads(text)
-    except (ValueError, RecursionError):
-        return False, None
 
 
 def json_text(value: Any) -> str:

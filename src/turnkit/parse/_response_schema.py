@@ -24,6 +24,7 @@ from typing import Any
 import jmespath
 import regex
 
+from turnkit._json import pointer_join
 from turnkit.errors import (
     LimitExceededError,
     ParseError,
@@ -63,11 +64,6 @@ class _Problem:
     def error(self) -> ResponseSchemaError:
         return ResponseSchemaError(self.message, pointer=self.pointer)
 
-
-def _pointer_join(pointer: str, *parts: object) -> str:
-    for part in parts:
-        pointer += "/" + str(part).replace("~", "~0").replace("/", "~1")
-    return pointer
 
 
 def _preview(content: Any) -> str:
@@ -318,7 +314,7 @@ class _Node:
             return found
 
         def sub_regex(key: str) -> _Regex | _Problem | None:
-            compiled = _compile_regex(raw.get(key), _pointer_join(here, key), limits)
+            compiled = _compile_regex(raw.get(key), pointer_join(here, key), limits)
             if isinstance(compiled, _Problem):
                 problems.append(compiled)
             return compiled
@@ -335,10 +331,10 @@ class _Node:
         except TypeError:
             entries = []
             self.subs_problem = problem(
-                "x-regex-substitutions must be a list", _pointer_join(here, "x-regex-substitutions")
+                "x-regex-substitutions must be a list", pointer_join(here, "x-regex-substitutions")
             )
         for index, entry in enumerate(entries):
-            compiled_sub = _compile_substitution(entry, _pointer_join(here, "x-regex-substitutions", index), limits)
+            compiled_sub = _compile_substitution(entry, pointer_join(here, "x-regex-substitutions", index), limits)
             if isinstance(compiled_sub, _Problem):
                 problems.append(compiled_sub)
             self.subs.append(compiled_sub)
@@ -347,12 +343,12 @@ class _Node:
         self.iterator = sub_regex("x-regex-iterator")
         if self.iterator is not None and self.type != "array":
             self.iterator = problem(
-                f"x-regex-iterator needs type 'array', not {self.type!r}", _pointer_join(here, "x-regex-iterator")
+                f"x-regex-iterator needs type 'array', not {self.type!r}", pointer_join(here, "x-regex-iterator")
             )
         self.key_value = sub_regex("x-regex-key-value")
         if self.key_value is not None and self.type != "object":
             self.key_value = problem(
-                f"x-regex-key-value needs type 'object', not {self.type!r}", _pointer_join(here, "x-regex-key-value")
+                f"x-regex-key-value needs type 'object', not {self.type!r}", pointer_join(here, "x-regex-key-value")
             )
         self.kv_problem: str | None = None
         if isinstance(self.key_value, _Regex):
@@ -365,13 +361,13 @@ class _Node:
 
         # x-parser
         self.has_parser = "x-parser" in raw
-        self.parser_pointer = _pointer_join(here, "x-parser")
+        self.parser_pointer = pointer_join(here, "x-parser")
         self.parser: str | _Problem | None = None
         self.transform: Any = None
         self.allow_non_json: Any = False
         if self.has_parser:
             parser = raw["x-parser"]
-            parser_pointer = _pointer_join(here, "x-parser")
+            parser_pointer = pointer_join(here, "x-parser")
             if parser not in ("json", "gemma4-tool-call"):
                 self.parser = problem(
                     f"unknown x-parser {parser!r} (known: 'json', 'gemma4-tool-call')", parser_pointer
@@ -379,7 +375,7 @@ class _Node:
             else:
                 self.parser = parser
                 args = raw.get("x-parser-args", {})
-                args_pointer = _pointer_join(here, "x-parser-args")
+                args_pointer = pointer_join(here, "x-parser-args")
                 if not isinstance(args, dict):
                     self.parser = problem("x-parser-args must be an object", args_pointer)
                 else:
@@ -391,7 +387,7 @@ class _Node:
                         except Exception as exc:  # jmespath raises several unrelated classes
                             self.transform = problem(
                                 f"invalid JMESPath transform {expression!r}: {exc}",
-                                _pointer_join(args_pointer, "transform"),
+                                pointer_join(args_pointer, "transform"),
                             )
 
         # children by type
@@ -403,17 +399,17 @@ class _Node:
         if isinstance(props, dict):
             self.property_keys = props
             self.properties = [
-                _Property(key, _Node(child, _pointer_join(here, "properties", key), depth + 1, limits, problems))
+                _Property(key, _Node(child, pointer_join(here, "properties", key), depth + 1, limits, problems))
                 for key, child in props.items()
             ]
         elif self.type == "object":
-            self.properties_problem = problem("properties must be an object", _pointer_join(here, "properties"))
+            self.properties_problem = problem("properties must be an object", pointer_join(here, "properties"))
         additional = raw.get("additionalProperties", True)
         self.additional: _Node | None = None
         if additional is not False and self.type == "object":
             self.additional = _Node(
                 additional if isinstance(additional, dict) else {},
-                _pointer_join(here, "additionalProperties"),
+                pointer_join(here, "additionalProperties"),
                 depth + 1,
                 limits,
                 problems,
@@ -426,27 +422,27 @@ class _Node:
                 hash(key)
         except TypeError:
             message = "required must be a list of property names"
-            at = _pointer_join(here, "required")
+            at = pointer_join(here, "required")
             # Only object nodes read "required"; elsewhere it is inert (as in transformers).
             self.required = problem(message, at) if self.type == "object" else _Problem(message, at)
         self.has_items = "items" in raw
         self.items: _Node | None = None
         if self.has_items:
-            self.items = _Node(raw["items"], _pointer_join(here, "items"), depth + 1, limits, problems)
+            self.items = _Node(raw["items"], pointer_join(here, "items"), depth + 1, limits, problems)
         self.has_prefix = "prefixItems" in raw
         self.prefix: list[_Node] | _Problem = []
         if self.has_prefix:
             prefix = raw["prefixItems"]
             if isinstance(prefix, list):
                 self.prefix = [
-                    _Node(child, _pointer_join(here, "prefixItems", index), depth + 1, limits, problems)
+                    _Node(child, pointer_join(here, "prefixItems", index), depth + 1, limits, problems)
                     for index, child in enumerate(prefix)
                 ]
             elif self.type == "array":
-                self.prefix = problem("prefixItems must be a list", _pointer_join(here, "prefixItems"))
+                self.prefix = problem("prefixItems must be a list", pointer_join(here, "prefixItems"))
         self.type_problem: _Problem | None = None
         if not (self.type in ("object", "array", "any", None) or self.type in _SCALAR_TYPES):
-            self.type_problem = problem(f"unsupported schema type {self.type!r}", _pointer_join(here, "type"))
+            self.type_problem = problem(f"unsupported schema type {self.type!r}", pointer_join(here, "type"))
         if self.type == "array" and not self.has_items and not self.has_prefix:
             self.type_problem = problem("array node has no items or prefixItems schema")
         if self.type == "object":
@@ -472,11 +468,11 @@ class _Node:
         if isinstance(content, dict) and self.structured_by_regex:
             return ResponseSchemaError(
                 f"{step} got the named groups of x-regex; x-regex must have one group here",
-                pointer=_pointer_join(self.pointer, step),
+                pointer=pointer_join(self.pointer, step),
             )
         return ParseError(
             f"{step} needs a string, got {type(content).__name__} (an optional x-regex group did not match?)",
-            pointer=_pointer_join(self.pointer, step),
+            pointer=pointer_join(self.pointer, step),
             snippet=_preview(content),
         )
 

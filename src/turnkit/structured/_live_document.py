@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from turnkit._json import escape_token, json_copy, split_pointer
 from turnkit.errors import JsonPatchError
-from turnkit.structured._pointer import escape_token, split_pointer
 
-__all__ = ["LiveDocument", "copy_json"]
+__all__ = ["LiveDocument"]
 
 _MAX_GROWING = 8
 
@@ -68,7 +68,7 @@ class LiveDocument:
             self._growing.clear()
         value = op.get("value")
         if type(value) is dict or type(value) is list:
-            value = copy_json(value)
+            value = json_copy(value)
         path = split_pointer(pointer)
         if not path:
             if kind == "remove":
@@ -136,21 +136,3 @@ class LiveDocument:
             else:
                 return False, None
         return True, node
-
-
-def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON value without recursion (values may nest as deep as the parser allows)."""
-    if type(value) is not dict and type(value) is not list:
-        return value
-    root: Any = dict(value) if type(value) is dict else list(value)
-    stack = [root]
-    while stack:
-        container = stack.pop()
-        keys = container.keys() if type(container) is dict else range(len(container))
-        for key in keys:
-            child = container[key]
-            if type(child) is dict or type(child) is list:
-                child = dict(child) if type(child) is dict else list(child)
-                container[key] = child
-                stack.append(child)
-    return root

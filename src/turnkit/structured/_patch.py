@@ -10,40 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from turnkit._json import json_copy, split_pointer
 from turnkit.errors import JsonPatchError
-from turnkit.structured._pointer import split_pointer
 from turnkit.structured._stream import Op
 
-__all__ = ["apply_patch", "coalesce_ops", "json_copy", "json_equal"]
+__all__ = ["apply_patch", "coalesce_ops", "json_equal"]
 
 _OPS = frozenset({"add", "remove", "replace", "move", "copy", "test", "append"})
-
-
-def json_copy(value: Any) -> Any:
-    """A deep copy of a JSON value (dicts and lists copied, scalars shared), without recursion.
-
-    Iterative so that any depth the parser accepts can be copied under Python's recursion limit.
-    """
-    t = type(value)
-    if t is not dict and t is not list:
-        return value
-    root: Any = {} if t is dict else []
-    stack: list[tuple[Any, Any]] = [(value, root)]
-    while stack:
-        source, target = stack.pop()
-        items = source.items() if type(source) is dict else enumerate(source)
-        is_dict = type(target) is dict
-        for key, item in items:
-            kind = type(item)
-            if kind is dict or kind is list:
-                copy: Any = {} if kind is dict else []
-                stack.append((item, copy))
-                item = copy
-            if is_dict:
-                target[key] = item
-            else:
-                target.append(item)
-    return root
 
 
 def json_equal(a: Any, b: Any) -> bool:

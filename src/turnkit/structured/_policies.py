@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, PydanticUserError, TypeAdapter
 
+from turnkit._json import unescape_token
 from turnkit.errors import ResponseSchemaError, UsageError
 
 __all__ = [
@@ -538,7 +539,7 @@ def _resolve(schema: Any, root: Mapping[str, Any], depth: int = 0) -> Mapping[st
             raise ResponseSchemaError(f"only local $ref is supported, got {ref!r}")
         target: Any = root
         for token in ref[2:].split("/"):
-            token = token.replace("~1", "/").replace("~0", "~")
+            token = unescape_token(token)
             if not isinstance(target, Mapping) or token not in target:
                 raise ResponseSchemaError(f"unresolvable $ref {ref!r}")
             target = target[token]

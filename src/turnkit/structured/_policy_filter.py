@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from turnkit._json import escape_token, split_pointer
 from turnkit.errors import JsonPatchError, OutputParseError
-from turnkit.structured._pointer import escape_token, split_pointer
 from turnkit.structured._policies import FieldPlan
 
 __all__ = ["CLOSED", "PolicyFilter"]

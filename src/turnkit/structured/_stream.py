@@ -17,9 +17,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from turnkit._json import escape_token
 from turnkit.errors import IncompleteInputError, LimitExceededError, ParseError, UsageError, snippet_around
 from turnkit.limits import DEFAULT_LIMITS, Limits
-from turnkit.structured._pointer import escape_token
 
 __all__ = ["JsonStream", "Op", "loads", "loads_partial"]
 

@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from turnkit._json import escape_token, json_copy, split_pointer
 from turnkit.errors import JsonPatchError, UsageError
-from turnkit.structured._live_document import LiveDocument, copy_json
+from turnkit.structured._live_document import LiveDocument
 from turnkit.structured._patch import json_equal
-from turnkit.structured._pointer import escape_token, split_pointer
 from turnkit.structured._policy_filter import CLOSED
 
 __all__ = ["FunctionTransform", "PathMap", "Transform", "TransformState"]
@@ -154,10 +154,10 @@ class _MapState:
                     if found:
                         self._emit({"op": "remove", "path": self._spell(target, create=False)})
                 else:
-                    self._set(target, copy_json(op["value"]))
+                    self._set(target, json_copy(op["value"]))
         elif kind in ("add", "replace") and _match(src[: len(tokens)], tokens):
             for sub, value in _walk(src[len(tokens) :], op["value"], list(tokens)):
-                self._set(self._target(rule, sub), copy_json(value))
+                self._set(self._target(rule, sub), json_copy(value))
 
     def _fire(self, index: int, rule: PathMap, tokens: list[str]) -> None:
         src = rule._src
@@ -172,7 +172,7 @@ class _MapState:
             if key in self._fired:
                 continue
             self._fired.add(key)
-            self._set(self._target(rule, sub), copy_json(rule.fn(copy_json(sub_value))))
+            self._set(self._target(rule, sub), json_copy(rule.fn(json_copy(sub_value))))
 
     def _target(self, rule: PathMap, matched: list[str]) -> list[str]:
         """The target tokens for a source match; a capture from a source array is marked ``[i]``."""
@@ -280,10 +280,10 @@ class _FunctionState:
                 self._in.apply(op)
         if not self._in.exists:
             return []
-        new = copy_json(self._fn(copy_json(self._in.value)))
+        new = json_copy(self._fn(json_copy(self._in.value)))
         out: list[Op] = []
         if not self._exists:
-            out.append({"op": "add", "path": "", "value": copy_json(new)})
+            out.append({"op": "add", "path": "", "value": json_copy(new)})
             self._exists = True
         else:
             _diff(self._shown, new, "", out)
@@ -302,17 +302,17 @@ def _diff(old: Any, new: Any, path: str, out: list[Op]) -> None:
             if key in old:
                 _diff(old[key], value, child, out)
             else:
-                out.append({"op": "add", "path": child, "value": copy_json(value)})
+                out.append({"op": "add", "path": child, "value": json_copy(value)})
     elif type(old) is list and type(new) is list:
         common = min(len(old), len(new))
         for i in range(common):
             _diff(old[i], new[i], f"{path}/{i}", out)
         for i in range(common, len(new)):
-            out.append({"op": "add", "path": f"{path}/{i}", "value": copy_json(new[i])})
+            out.append({"op": "add", "path": f"{path}/{i}", "value": json_copy(new[i])})
         for i in range(len(old) - 1, common - 1, -1):
             out.append({"op": "remove", "path": f"{path}/{i}"})
     elif type(old) is str and type(new) is str and new.startswith(old):
         if len(new) > len(old):
             out.append({"op": "append", "path": path, "value": new[len(old) :]})
     elif not json_equal(old, new) or type(old) is not type(new):
-        out.append({"op": "replace", "path": path, "value": copy_json(new)})
+        out.append({"op": "replace", "path": path, "value": json_copy(new)})
