@@ -14,6 +14,7 @@ import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from turnkit._held import held_tail
 from turnkit._json import pointer_join
 from turnkit.errors import LimitExceededError, ParseError, UsageError
 from turnkit.outputs._response import ModelResponse
@@ -30,14 +31,6 @@ __all__ = ["JsonReplyStream", "ReplyStream", "TaggedReplyStream"]
 _JSON_START = re.compile(r"```|\n[ \t]*[\[{]")
 _MAX_CARRY = 64
 _JSON_LANGUAGES = frozenset({"", "json", "jsonc", "json5", "javascript", "js"})
-
-
-def _partial_suffix(text: str, tag: str) -> int:
-    """Length of the longest end of ``text`` that could be the start of ``tag`` (held back, not shown)."""
-    for size in range(min(len(tag) - 1, len(text)), 0, -1):
-        if text.endswith(tag[:size]):
-            return size
-    return 0
 
 
 def _prefixed(ops: list[Op], prefix: str) -> list[Op]:
@@ -308,7 +301,7 @@ class TaggedReplyStream(ReplyStream):
             self._buf = self._buf[end + len(tagged.tag_end) :]
             self._open = None
             return True
-        safe = len(self._buf) - _partial_suffix(self._buf, tagged.tag_end)
+        safe = len(self._buf) - held_tail(self._buf, tagged.tag_end)
         if safe > 0:
             self._emit(tagged, self._buf[:safe], ops)
             self._buf = self._buf[safe:]

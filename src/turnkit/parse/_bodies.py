@@ -16,6 +16,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from turnkit._held import held_tail
 from turnkit.parse._emit import Delta, Emitter
 from turnkit.parse._json_scan import JsonValueScanner, json_text
 from turnkit.parse._markers import MarkerScanner, MarkerSet
@@ -1032,7 +1033,7 @@ class KeyedDictBody(Body):
             at = data.find(quote, i)
             if self.in_quote:
                 if at < 0:
-                    keep = _partial_suffix(data, quote)
+                    keep = held_tail(data, quote)
                     self.parts.append(data[i : end - keep])
                     self.carry = data[end - keep :]
                     return None
@@ -1040,7 +1041,7 @@ class KeyedDictBody(Body):
                 i = at + len(quote)
                 self.in_quote = False
                 continue
-            stop = at if at >= 0 else end - _partial_suffix(data, quote)
+            stop = at if at >= 0 else end - held_tail(data, quote)
             for found in _BRACKET.finditer(data, i, stop):
                 if found.group() in "{[":
                     self.depth += 1
@@ -1081,14 +1082,6 @@ class KeyedDictBody(Body):
 
 
 _BRACKET = re.compile(r"[{}\[\]]")
-
-
-def _partial_suffix(text: str, marker: str) -> int:
-    """Length of the longest suffix of ``text`` that is a proper prefix of ``marker``."""
-    for k in range(min(len(marker) - 1, len(text)), 0, -1):
-        if marker.startswith(text[-k:]):
-            return k
-    return 0
 
 
 def make_body(
