@@ -271,7 +271,7 @@ def test_cached_schema_is_a_private_copy() -> None:
 def test_json_step_decodes_exactly_like_json_loads(text: str) -> None:
     import json
 
-    from turnkit.parse._response_schema import _json_loads
+    from turnkit.parse._schema.nodes import _json_loads
 
     def outcome(loads: Any) -> object:
         try:

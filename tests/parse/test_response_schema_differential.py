@@ -15,7 +15,7 @@ import turnkit
 from tests.corpora import corpus_path, read_jsonl
 from tests.parse.response_schema_cases import CASES
 from tests.parse.transformers_ref import reference_parse
-from turnkit.parse import _response_schema_regex
+from turnkit.parse._schema import regex as schema_regex
 
 pytestmark = pytest.mark.reference
 
@@ -92,7 +92,7 @@ def test_own_schema_matches_reference_on_the_timed_engine(
     name: str, schema: Any, inputs: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Same table with every regex forced onto the ``regex``-module path (short inputs normally use ``re``)."""
-    monkeypatch.setattr(_response_schema_regex, "FAST_PATH_STEPS_PER_SECOND", 0)
+    monkeypatch.setattr(schema_regex, "FAST_PATH_STEPS_PER_SECOND", 0)
     ref = reference_parse()
     for text in inputs:
         ours = _outcome(lambda t, s: turnkit.ResponseSchema(s).parse(t), text, schema)
@@ -101,7 +101,7 @@ def test_own_schema_matches_reference_on_the_timed_engine(
 
 
 def test_every_corpus_schema_on_every_corpus_output_timed_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_response_schema_regex, "FAST_PATH_STEPS_PER_SECOND", 0)
+    monkeypatch.setattr(schema_regex, "FAST_PATH_STEPS_PER_SECOND", 0)
     ref = reference_parse()
     outputs = sorted(
         {r["output"] for name in _OUTPUT_FILES for r in read_jsonl(f"model-outputs/{name}") if r.get("output")}

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from turnkit.parse._response_schema_cost import steps_on
-from turnkit.parse._response_schema_regex import Template, TimedPattern, _translator, translate, validate_with_re
+from turnkit.parse._schema.cost import steps_on
+from turnkit.parse._schema.regex import Template, TimedPattern, _translator, translate, validate_with_re
 
 # Characters on which re and regex disagree (\w: marks, superscripts, fractions; \s: \x1c-\x1f;
 # \d: digits newer than Python's Unicode), plus syntax characters and case-folding specials.

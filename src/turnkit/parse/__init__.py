@@ -5,7 +5,7 @@ from __future__ import annotations
 from turnkit.parse._emit import Delta
 from turnkit.parse._engine import StreamParser
 from turnkit.parse._registry import OutputFormat, list_formats, load_format, reasoning_format, register_format
-from turnkit.parse._response_schema import ResponseSchema, parse_response
+from turnkit.parse._schema import ResponseSchema, parse_response
 from turnkit.parse._spec import (
     FormatSpec,
     Harmony,

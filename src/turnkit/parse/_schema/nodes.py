@@ -34,7 +34,7 @@ from turnkit.errors import (
     snippet_around,
 )
 from turnkit.limits import DEFAULT_LIMITS, Limits
-from turnkit.parse._response_schema_regex import Template, TimedPattern, validate_with_re
+from turnkit.parse._schema.regex import Template, TimedPattern, validate_with_re
 
 __all__ = ["ResponseSchema", "parse_response"]
 

@@ -18,7 +18,7 @@ Replacement templates (``x-regex-substitutions``) are expanded by :class:`Templa
 ``re``'s template rules, after ``re`` has validated them.
 
 The same tokenizing pass records the pattern's structure for the worst-case bound
-(:mod:`turnkit.parse._response_schema_cost`) that lets provably safe calls run on ``re`` itself.
+(:mod:`turnkit.parse._schema.cost`) that lets provably safe calls run on ``re`` itself.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 
 import regex
 
-from turnkit.parse._response_schema_cost import (
+from turnkit.parse._schema.cost import (
     ANCHOR,
     INFINITE,
     LIT,

@@ -3,7 +3,7 @@
 The ``regex`` module's ``timeout`` reads a CPU clock several times per call, and ``regex`` is slower
 than ``re`` on some patterns; a call whose worst case provably fits the time budget can run on ``re``
 itself, untimed, with transformers' exact semantics. The bound counts backtracking paths over a
-structure tree built by the tokenizer in :mod:`turnkit.parse._response_schema_regex`:
+structure tree built by the tokenizer in :mod:`turnkit.parse._schema.regex`:
 nested quantifiers are unbounded, each quantifier multiplies the paths by its number of choices,
 and, per input text, a required literal cuts the paths to the literal's occurrence count. It is
 deliberately conservative; tests cross-check the tree against ``re``'s own parser.
