@@ -280,3 +280,32 @@ def test_json_step_decodes_exactly_like_json_loads(text: str) -> None:
             return (exc.msg, exc.pos)
 
     assert outcome(_json_loads) == outcome(json.loads)
+
+
+def test_turnkit_without_a_response_schema_leaves_the_interpreter_and_its_dependencies_unloaded() -> None:
+    """``regex``, ``jmespath`` and the x-regex compiler load with the first compiled schema, not before."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    heavy = sorted(
+        ["regex", "jmespath"]
+        + [f"turnkit.parse._schema.{name}" for name in ("compiler", "nodes", "regex", "cost")]
+    )
+    code = (
+        f"import sys, turnkit; heavy = set({heavy!r})\n"
+        "turnkit.ChatTemplate('{% for m in messages %}{{ m.content | trim }}{% endfor %}').render("
+        "[{'role': 'user', 'content': ' hi '}])\n"
+        "assert turnkit.load_format('hermes').parse('hi')['content'] == 'hi'\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+        "turnkit.parse_response('hi', {'type': 'string', 'x-regex': '(h)'})\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    # The subprocess imports the turnkit under test (this checkout's src/), not whichever one is installed.
+    src = str(Path(turnkit.__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    before, after = out.stdout.splitlines()
+    assert before == "[]"
+    assert after == str(heavy)
