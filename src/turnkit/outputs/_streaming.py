@@ -25,7 +25,31 @@ if TYPE_CHECKING:
     from turnkit.outputs._base import ParserBase
     from turnkit.structured import JsonStream, Op
 
-__all__ = ["JsonPreview", "ReplyStream"]
+__all__ = ["JsonPreview", "ReplyStream", "TextSoFar"]
+
+
+class TextSoFar:
+    """A string that grows by appends and is read often: a read joins only the pieces added since the last read."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, text: str = "") -> None:
+        self._parts = [text]  # the text joined at the last read, then the pieces added since
+
+    def append(self, piece: str) -> None:
+        """Add ``piece`` at the end."""
+        self._parts.append(piece)
+
+    def clear(self) -> None:
+        """Drop everything."""
+        self._parts = [""]
+
+    @property
+    def value(self) -> str:
+        """The whole text so far."""
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0]
 
 
 class JsonPreview:
@@ -72,7 +96,7 @@ class ReplyStream:
 
     def __init__(self, parser: ParserBase) -> None:
         self._parser = parser
-        self._chunks: list[str] = []
+        self._received = TextSoFar()
         self._size = 0
         self._closed = False
         limits = getattr(parser, "limits", None)
@@ -92,10 +116,10 @@ class ReplyStream:
         self._size += len(chunk)
         if self._max_chars is not None and self._size > self._max_chars:
             # Stop previewing and stop keeping text; close() reports the size error like parse() does.
-            self._chunks.clear()
+            self._received.clear()
             self._stop_preview()
             return []
-        self._chunks.append(chunk)
+        self._received.append(chunk)
         return self._preview(chunk)
 
     def close(self) -> ModelResponse:
@@ -107,12 +131,12 @@ class ReplyStream:
         limits = getattr(self._parser, "limits", None)
         if limits is not None:
             check_size_of(self._size, limits)
-        return self._parser.parse("".join(self._chunks))
+        return self._parser.parse(self._received.value)
 
     @property
     def text(self) -> str:
-        """The reply received so far."""
-        return "".join(self._chunks)
+        """The reply received so far (each read joins only the chunks fed since the last read)."""
+        return self._received.value
 
     def partials(self, chunks: Iterable[str]) -> Iterator[Any]:
         """Feed ``chunks``, yielding :attr:`value` each time it grew; call ``close()`` afterwards."""

@@ -23,7 +23,7 @@ from turnkit.outputs._json_repair import load_json_reply
 from turnkit.outputs._response import ModelResponse, Repair, as_response
 from turnkit.outputs._schema import ResponseSchema, SchemaSpec
 from turnkit.outputs._size import check_size
-from turnkit.outputs._streaming import JsonPreview, ReplyStream
+from turnkit.outputs._streaming import JsonPreview, ReplyStream, TextSoFar
 
 if TYPE_CHECKING:
     from turnkit.structured import Op
@@ -235,7 +235,7 @@ class TaggedReplyStream(ReplyStream):
         self._open: TaggedContent | None = None
         self._buf = ""
         self._value: dict[str, Any] = {}
-        self._parts: dict[str, list[str]] = {}
+        self._parts: dict[str, TextSoFar] = {}
         self._dirty: set[str] = set()
         self._json: dict[str, JsonPreview] = {}
         self._stopped = False
@@ -245,9 +245,7 @@ class TaggedReplyStream(ReplyStream):
     @property
     def value(self) -> dict[str, Any]:
         for name in self._dirty:
-            joined = "".join(self._parts[name])
-            self._parts[name] = [joined]
-            self._value[name] = joined
+            self._value[name] = self._parts[name].value
         self._dirty.clear()
         for name, preview in self._json.items():
             if preview.stream.started:
@@ -315,7 +313,7 @@ class TaggedReplyStream(ReplyStream):
             ops.extend(_prefixed(preview.feed(text), path))
             return
         if name not in self._parts:
-            self._parts[name] = [text]
+            self._parts[name] = TextSoFar(text)
             self._value[name] = text
             ops.append({"op": "add", "path": path, "value": text})
         elif text:
