@@ -15,7 +15,7 @@ from turnkit.outputs._feedback import reply_error
 from turnkit.outputs._fences import find_fence
 from turnkit.outputs._json_repair import load_json_reply
 from turnkit.outputs._response import ModelResponse, Repair, as_response
-from turnkit.outputs._schema import ResponseSchema, SchemaSpec, is_pydantic_model
+from turnkit.outputs._schema import ReplySchema, SchemaSpec, is_pydantic_model
 from turnkit.outputs._size import check_size
 from turnkit.outputs._streaming import JsonPreview, ReplyStream
 
@@ -88,7 +88,7 @@ class MarkdownJsonObjectParser(ParserBase):
     ) -> None:
         if schema is None and is_pydantic_model(content_hint):
             schema, content_hint = content_hint, None  # AgentScope accepts a model class as the hint
-        self.schema = ResponseSchema(schema, limits=limits) if schema is not None else None
+        self.schema = ReplySchema(schema, limits=limits) if schema is not None else None
         if content_hint is not None:
             self.content_hint = hint_text(content_hint)
         elif self.schema is not None and self._what == "dictionary":

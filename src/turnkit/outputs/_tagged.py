@@ -21,7 +21,7 @@ from turnkit.outputs._feedback import reply_error
 from turnkit.outputs._fences import find_fence
 from turnkit.outputs._json_repair import load_json_reply
 from turnkit.outputs._response import ModelResponse, Repair, as_response
-from turnkit.outputs._schema import ResponseSchema, SchemaSpec
+from turnkit.outputs._schema import ReplySchema, SchemaSpec
 from turnkit.outputs._size import check_size
 from turnkit.outputs._streaming import JsonPreview, ReplyStream, TextSoFar
 
@@ -88,7 +88,7 @@ class MultiTaggedContentParser(ParserBase, DictFilterMixin):
         self.tagged_contents = list(tagged_contents)
         self.keys_allow_missing = list(keys_allow_missing) if keys_allow_missing is not None else None
         self.limits = limits
-        self.schema = ResponseSchema(schema, limits=limits) if schema is not None else None
+        self.schema = ReplySchema(schema, limits=limits) if schema is not None else None
         if self.schema is not None:
             for tagged in self.tagged_contents:
                 types = self.schema.property_types(tagged.name)

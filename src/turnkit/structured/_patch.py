@@ -12,7 +12,7 @@ from typing import Any
 
 from turnkit._json import json_copy, split_pointer
 from turnkit.errors import JsonPatchError
-from turnkit.structured._stream import Op
+from turnkit.structured._json_stream import Op
 
 __all__ = ["apply_patch", "coalesce_ops", "json_equal"]
 
