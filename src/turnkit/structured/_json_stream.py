@@ -20,11 +20,9 @@ from typing import Any
 from turnkit._json import escape_token
 from turnkit.errors import IncompleteInputError, LimitExceededError, ParseError, UsageError, snippet_around
 from turnkit.limits import DEFAULT_LIMITS, Limits
+from turnkit.structured._patch import Op
 
-__all__ = ["JsonStream", "Op", "loads", "loads_partial"]
-
-Op = dict[str, Any]
-"""One patch operation: ``{"op": ..., "path": ..., "value": ...}`` (RFC 6902 plus ``append``)."""
+__all__ = ["JsonStream", "loads", "loads_partial"]
 
 
 class _State(enum.Enum):
