@@ -84,8 +84,9 @@ class MarkdownJsonObjectParser(ParserBase):
     _what = "object"
 
     def __init__(
-        self, content_hint: Any = None, *, schema: SchemaSpec | None = None, limits: Limits = DEFAULT_LIMITS
+        self, content_hint: Any = None, *, schema: SchemaSpec | None = None, limits: Limits | None = None
     ) -> None:
+        limits = limits or DEFAULT_LIMITS
         if schema is None and is_pydantic_model(content_hint):
             schema, content_hint = content_hint, None  # AgentScope accepts a model class as the hint
         self.schema = ReplySchema(schema, limits=limits) if schema is not None else None
@@ -135,7 +136,7 @@ class MarkdownJsonDictParser(MarkdownJsonObjectParser, DictFilterMixin):
         keys_to_content: KeySelection = True,
         keys_to_metadata: KeySelection = False,
         schema: SchemaSpec | None = None,
-        limits: Limits = DEFAULT_LIMITS,
+        limits: Limits | None = None,
     ) -> None:
         MarkdownJsonObjectParser.__init__(self, content_hint, schema=schema, limits=limits)
         DictFilterMixin.__init__(

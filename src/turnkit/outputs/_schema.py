@@ -13,7 +13,7 @@ from typing import Any
 
 from turnkit._json import pointer_join, unescape_token
 from turnkit.errors import OutputParseError, RegexTimeoutError, UsageError
-from turnkit.limits import DEFAULT_LIMITS, Limits
+from turnkit.limits import Limits
 from turnkit.outputs._feedback import reply_error
 from turnkit.outputs._schema_check import SchemaChecker
 
@@ -31,7 +31,7 @@ def is_pydantic_model(obj: object) -> bool:
 class ReplySchema:
     """One expected shape: its JSON schema, its prompt text, and strict validation of values."""
 
-    def __init__(self, spec: SchemaSpec, *, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(self, spec: SchemaSpec, *, limits: Limits | None = None) -> None:
         self.model: Any = None
         if is_pydantic_model(spec):
             self.model = spec

@@ -75,7 +75,7 @@ class MultiTaggedContentParser(ParserBase, DictFilterMixin):
         keys_to_metadata: KeySelection = False,
         keys_allow_missing: Sequence[str] | None = None,
         schema: SchemaSpec | None = None,
-        limits: Limits = DEFAULT_LIMITS,
+        limits: Limits | None = None,
     ) -> None:
         if not tagged_contents or not all(isinstance(t, TaggedContent) for t in tagged_contents):
             raise UsageError("MultiTaggedContentParser takes one or more TaggedContent objects")
@@ -87,7 +87,7 @@ class MultiTaggedContentParser(ParserBase, DictFilterMixin):
         )
         self.tagged_contents = list(tagged_contents)
         self.keys_allow_missing = list(keys_allow_missing) if keys_allow_missing is not None else None
-        self.limits = limits
+        self.limits = limits = limits or DEFAULT_LIMITS
         self.schema = ReplySchema(schema, limits=limits) if schema is not None else None
         if self.schema is not None:
             for tagged in self.tagged_contents:

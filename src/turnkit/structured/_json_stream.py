@@ -203,7 +203,7 @@ class JsonStream:
     )
 
     def __init__(self, *, skip_prefix: bool = False, limits: Limits | None = None) -> None:
-        self._limits = limits if limits is not None else DEFAULT_LIMITS
+        self._limits = limits or DEFAULT_LIMITS
         self._max_chars = self._limits.max_input_chars
         # the input total at which feed() takes a closer look: the size limit, or earlier where the open
         # string stops being kept current (one comparison per piece for both); -1 once the stream is dead
