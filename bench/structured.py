@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from turnkit.structured import JsonStream, OpEncoder, coalesce_ops  # noqa: E402
-from turnkit.structured._stream import _escape_memo  # noqa: E402
+from turnkit.structured._json_stream import _escape_memo  # noqa: E402
 
 _PROSE = [
     "The model streams its answer token by token, and the client shows each field as soon as it arrives. ",

@@ -35,8 +35,7 @@ from turnkit.parse import (
     load_format,
     parse_response,
 )
-from turnkit.render import ChatTemplate, apply_chat_template
-from turnkit.render._model_folder import ModelFolder, read_model_folder, write_model_folder
+from turnkit.render import ChatTemplate, ModelFolder, apply_chat_template, read_model_folder, write_model_folder
 from turnkit.tools import get_json_schema
 
 __version__ = "0.1.0.dev0"

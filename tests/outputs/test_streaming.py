@@ -186,6 +186,28 @@ def test_hostile_stream_is_linear() -> None:
         assert time.perf_counter() - start < 1.0
 
 
+def test_reading_so_far_after_every_chunk_is_linear() -> None:
+    """Reading ``text`` (and a tagged field) after each of 20,000 chunks joins each chunk once, not once per read."""
+    count = 20_000
+    stream = TAGGED.stream()
+    stream.feed("[SPEAK]")
+    joined = 0  # pieces joined by all the reads together: linear work means O(count), a rebuild would be O(count**2)
+    for i in range(count):
+        chunk = f"{i % 10}x"
+        stream.feed(chunk)
+        joined += len(stream._received._parts) + len(stream._parts["speak"]._parts)
+        text = stream.text
+        speak = stream.value["speak"]
+        if i % 4_999 == 0:
+            expected = "".join(f"{j % 10}x" for j in range(i + 1))
+            assert text == "[SPEAK]" + expected
+            assert speak == expected
+    assert joined <= 4 * count  # each read joins the text so far and the one new chunk, per accessor
+    assert stream.text == "[SPEAK]" + "".join(f"{j % 10}x" for j in range(count))
+    stream.feed("[/SPEAK]")
+    assert stream.value["speak"] == "".join(f"{j % 10}x" for j in range(count))
+
+
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),

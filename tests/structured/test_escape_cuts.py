@@ -16,7 +16,7 @@ import pytest
 
 from turnkit.errors import IncompleteInputError, ParseError
 from turnkit.structured import JsonStream, apply_patch, loads_partial
-from turnkit.structured._stream import _ESCAPE_MEMO_KEY, _ESCAPE_MEMO_SIZE, _escape_memo
+from turnkit.structured._json_stream import _ESCAPE_MEMO_KEY, _ESCAPE_MEMO_SIZE, _escape_memo
 
 VALID = [
     r"\uc74c\uc2dd\uc774 ok",  # ensure_ascii Hangul

@@ -11,7 +11,7 @@ from tests.chunking import chunkings
 from turnkit.errors import IncompleteInputError, LimitExceededError, ParseError, UsageError
 from turnkit.limits import Limits
 from turnkit.structured import JsonStream, Op, apply_patch, loads, loads_partial
-from turnkit.structured._stream import _EAGER_LIMIT
+from turnkit.structured._json_stream import _EAGER_LIMIT
 
 SEED = '{"title": "Hello, world!", "tags": ["python", "llm"]}'
 

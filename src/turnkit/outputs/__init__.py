@@ -12,11 +12,11 @@ from turnkit.errors import OutputParseError as ParseError
 from turnkit.outputs._base import DictFilterMixin, KeySelection, ParserBase
 from turnkit.outputs._code_block import MarkdownCodeBlockParser
 from turnkit.outputs._feedback import MAX_FEEDBACK_BYTES
-from turnkit.outputs._json_parsers import MarkdownJsonDictParser, MarkdownJsonObjectParser
+from turnkit.outputs._json_parsers import JsonReplyStream, MarkdownJsonDictParser, MarkdownJsonObjectParser
 from turnkit.outputs._response import ModelResponse, Repair
 from turnkit.outputs._retry import AsyncModel, Message, Model, aparse_with_retry, parse_with_retry, retry_message
-from turnkit.outputs._streaming import JsonReplyStream, ReplyStream, TaggedReplyStream
-from turnkit.outputs._tagged import MultiTaggedContentParser, TaggedContent
+from turnkit.outputs._streaming import ReplyStream
+from turnkit.outputs._tagged import MultiTaggedContentParser, TaggedContent, TaggedReplyStream
 
 __all__ = [
     "AsyncModel",

@@ -26,7 +26,7 @@ class MarkdownCodeBlockParser(ParserBase):
     "print('hi')"
     """
 
-    def __init__(self, language_name: str, content_hint: str | None = None, *, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(self, language_name: str, content_hint: str | None = None, *, limits: Limits | None = None) -> None:
         if not isinstance(language_name, str) or not language_name.strip() or "\n" in language_name:
             raise UsageError(f"language_name must be a one-line name, got {language_name!r}")
         self.language_name = language_name
@@ -34,7 +34,7 @@ class MarkdownCodeBlockParser(ParserBase):
         self.tag_begin = f"```{language_name}"
         self.tag_end = "```"
         self.content_hint = f"${{your_{language_name}_code}}" if content_hint is None else content_hint
-        self.limits = limits
+        self.limits = limits or DEFAULT_LIMITS
         self.format_instruction = _INSTRUCTION.format(
             language_name=language_name, content_hint=self.content_hint
         ).strip()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,19 +15,25 @@ from turnkit.outputs._feedback import reply_error
 from turnkit.outputs._fences import find_fence
 from turnkit.outputs._json_repair import load_json_reply
 from turnkit.outputs._response import ModelResponse, Repair, as_response
-from turnkit.outputs._schema import ResponseSchema, SchemaSpec, is_pydantic_model
+from turnkit.outputs._schema import ReplySchema, SchemaSpec, is_pydantic_model
 from turnkit.outputs._size import check_size
+from turnkit.outputs._streaming import JsonPreview, ReplyStream
 
 if TYPE_CHECKING:
-    from turnkit.outputs._streaming import JsonReplyStream
+    from turnkit.structured import Op
 
-__all__ = ["MarkdownJsonDictParser", "MarkdownJsonObjectParser", "extract_json"]
+__all__ = ["JsonReplyStream", "MarkdownJsonDictParser", "MarkdownJsonObjectParser", "extract_json"]
 
 _OBJECT_INSTRUCTION = (
     "You should respond a json object in a json fenced code block as follows:\n```json\n{content_hint}\n```"
 )
 _SCHEMA_SUFFIX = "\nThe generated JSON {what} MUST follow this schema: \n{schema}"
 _FENCE_HINT = "Respond with the JSON in a ```json fenced code block."
+
+# A JSON preview starts after a fence opener, or at a bracket that begins a line.
+_JSON_START = re.compile(r"```|\n[ \t]*[\[{]")
+_MAX_CARRY = 64
+_JSON_LANGUAGES = frozenset({"", "json", "jsonc", "json5", "javascript", "js"})
 
 
 def hint_text(content_hint: Any) -> str:
@@ -77,11 +84,12 @@ class MarkdownJsonObjectParser(ParserBase):
     _what = "object"
 
     def __init__(
-        self, content_hint: Any = None, *, schema: SchemaSpec | None = None, limits: Limits = DEFAULT_LIMITS
+        self, content_hint: Any = None, *, schema: SchemaSpec | None = None, limits: Limits | None = None
     ) -> None:
+        limits = limits or DEFAULT_LIMITS
         if schema is None and is_pydantic_model(content_hint):
             schema, content_hint = content_hint, None  # AgentScope accepts a model class as the hint
-        self.schema = ResponseSchema(schema, limits=limits) if schema is not None else None
+        self.schema = ReplySchema(schema, limits=limits) if schema is not None else None
         if content_hint is not None:
             self.content_hint = hint_text(content_hint)
         elif self.schema is not None and self._what == "dictionary":
@@ -107,8 +115,6 @@ class MarkdownJsonObjectParser(ParserBase):
 
     def stream(self) -> JsonReplyStream:
         """A push parser previewing the JSON value as the reply arrives; ``close()`` gives ``parse``'s result."""
-        from turnkit.outputs._streaming import JsonReplyStream
-
         return JsonReplyStream(self)
 
     def _check(self, value: Any, text: str) -> Any:
@@ -130,7 +136,7 @@ class MarkdownJsonDictParser(MarkdownJsonObjectParser, DictFilterMixin):
         keys_to_content: KeySelection = True,
         keys_to_metadata: KeySelection = False,
         schema: SchemaSpec | None = None,
-        limits: Limits = DEFAULT_LIMITS,
+        limits: Limits | None = None,
     ) -> None:
         MarkdownJsonObjectParser.__init__(self, content_hint, schema=schema, limits=limits)
         DictFilterMixin.__init__(
@@ -159,3 +165,86 @@ class MarkdownJsonDictParser(MarkdownJsonObjectParser, DictFilterMixin):
                 hint=f"Include every required key: {', '.join(self.required_keys)}.",
             )
         return value
+
+
+class JsonReplyStream(ReplyStream):
+    """Preview of a JSON reply: the value inside the ```json block (or a bare JSON value) as it grows.
+
+    The preview starts at the first fence whose language is ``json`` (or none), skipping blocks in
+    other languages, or at a ``{`` / ``[`` that begins a line when no fence came first.
+    """
+
+    _SEEK, _INFO, _SKIP_BLOCK, _JSON = range(4)
+
+    def __init__(self, parser: ParserBase) -> None:
+        super().__init__(parser)
+        self._json: JsonPreview | None = None
+        self._dead = False
+        self._state = self._SEEK
+        self._carry = "\n"  # the start of the reply counts as the start of a line
+
+    @property
+    def value(self) -> Any:
+        return self._json.stream.value if self._json is not None else None
+
+    @property
+    def done(self) -> bool:
+        """Whether the previewed JSON value is complete."""
+        return self._json is not None and self._json.stream.done
+
+    def _stop_preview(self) -> None:
+        self._dead = True
+
+    def _preview(self, chunk: str) -> list[Op]:
+        if self._dead:
+            return []
+        if self._state == self._JSON:
+            return self._push(chunk)
+        text = self._carry + chunk
+        self._carry = ""
+        while text:
+            if self._state == self._SEEK:
+                match = _JSON_START.search(text)
+                if match is None:
+                    # Keep what could still begin a match: trailing backticks, or a newline and indentation.
+                    tail = text[-_MAX_CARRY:]
+                    newline = tail.rfind("\n")
+                    if newline >= 0 and not tail[newline + 1 :].strip(" \t"):
+                        self._carry = tail[newline:]
+                    else:
+                        self._carry = tail[len(tail.rstrip("`")) :][-2:]
+                    return []
+                if match.group() == "```":
+                    self._state = self._INFO
+                    text = text[match.end() :]
+                else:
+                    return self._start(text[match.end() - 1 :])
+            elif self._state == self._INFO:
+                newline = text.find("\n")
+                if newline < 0:
+                    if len(text) > _MAX_CARRY:  # an inline block: "```json {...}```"
+                        return self._start(text)
+                    self._carry = text
+                    return []
+                info = text[:newline].strip().lower()
+                if info in _JSON_LANGUAGES:
+                    return self._start(text[newline + 1 :])
+                self._state = self._SKIP_BLOCK
+                text = text[newline + 1 :]
+            else:  # inside a block in another language: wait for its closing fence
+                close = text.find("```")
+                if close < 0:
+                    self._carry = text[len(text.rstrip("`")) :][-2:]
+                    return []
+                self._state = self._SEEK
+                text = text[close + 3 :]
+        return []
+
+    def _start(self, text: str) -> list[Op]:
+        self._state = self._JSON
+        self._json = JsonPreview(skip_prefix=True)
+        return self._push(text)
+
+    def _push(self, text: str) -> list[Op]:
+        assert self._json is not None
+        return self._json.feed(text)

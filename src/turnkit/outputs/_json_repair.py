@@ -255,7 +255,7 @@ def load_json_reply(
     reply: str,
     offset: int = 0,
     want_object: bool = False,
-    limits: Limits = DEFAULT_LIMITS,
+    limits: Limits | None = None,
     hint: str = "",
 ) -> tuple[Any, list[Repair]]:
     """Parse the JSON value in ``region`` (a slice of ``reply`` starting at ``offset``).
@@ -263,6 +263,7 @@ def load_json_reply(
     Returns the value and the repairs applied; raises ``OutputParseError`` with positions in
     ``reply`` so the feedback quotes the model's own text.
     """
+    limits = limits or DEFAULT_LIMITS
     stripped = region.lstrip()
     start = offset + len(region) - len(stripped)
     core = stripped.rstrip()

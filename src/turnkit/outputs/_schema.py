@@ -13,11 +13,11 @@ from typing import Any
 
 from turnkit._json import pointer_join, unescape_token
 from turnkit.errors import OutputParseError, RegexTimeoutError, UsageError
-from turnkit.limits import DEFAULT_LIMITS, Limits
+from turnkit.limits import Limits
 from turnkit.outputs._feedback import reply_error
 from turnkit.outputs._schema_check import SchemaChecker
 
-__all__ = ["ResponseSchema", "SchemaSpec", "is_pydantic_model"]
+__all__ = ["ReplySchema", "SchemaSpec", "is_pydantic_model"]
 
 SchemaSpec = type | Mapping[str, Any]
 """What ``schema=`` accepts: a ``pydantic.BaseModel`` subclass or a JSON schema mapping."""
@@ -28,10 +28,10 @@ def is_pydantic_model(obj: object) -> bool:
     return isinstance(obj, type) and callable(getattr(obj, "model_json_schema", None))
 
 
-class ResponseSchema:
+class ReplySchema:
     """One expected shape: its JSON schema, its prompt text, and strict validation of values."""
 
-    def __init__(self, spec: SchemaSpec, *, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(self, spec: SchemaSpec, *, limits: Limits | None = None) -> None:
         self.model: Any = None
         if is_pydantic_model(spec):
             self.model = spec

@@ -89,9 +89,9 @@ def _short(value: Any) -> str:
 class SchemaChecker:
     """Validates JSON values against one JSON Schema; built once per parser."""
 
-    def __init__(self, schema: Mapping[str, Any] | bool, *, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(self, schema: Mapping[str, Any] | bool, *, limits: Limits | None = None) -> None:
         self.schema = schema
-        self.limits = limits
+        self.limits = limits or DEFAULT_LIMITS
         self._audit(schema, "#", 0)
 
     # -- construction-time audit -------------------------------------------------------------

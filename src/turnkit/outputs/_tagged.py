@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from turnkit._held import held_tail
 from turnkit._json import pointer_join
 from turnkit.errors import UsageError
 from turnkit.limits import DEFAULT_LIMITS, Limits
@@ -20,13 +21,14 @@ from turnkit.outputs._feedback import reply_error
 from turnkit.outputs._fences import find_fence
 from turnkit.outputs._json_repair import load_json_reply
 from turnkit.outputs._response import ModelResponse, Repair, as_response
-from turnkit.outputs._schema import ResponseSchema, SchemaSpec
+from turnkit.outputs._schema import ReplySchema, SchemaSpec
 from turnkit.outputs._size import check_size
+from turnkit.outputs._streaming import JsonPreview, ReplyStream, TextSoFar
 
 if TYPE_CHECKING:
-    from turnkit.outputs._streaming import TaggedReplyStream
+    from turnkit.structured import Op
 
-__all__ = ["MultiTaggedContentParser", "TaggedContent", "find_tag"]
+__all__ = ["MultiTaggedContentParser", "TaggedContent", "TaggedReplyStream", "find_tag"]
 
 _INSTRUCTION = "Respond with specific tags as outlined below{json_required_hint}\n{tag_lines_format}"
 _JSON_REQUIRED_HINT = ", and the content between {} MUST be a JSON object:"
@@ -73,7 +75,7 @@ class MultiTaggedContentParser(ParserBase, DictFilterMixin):
         keys_to_metadata: KeySelection = False,
         keys_allow_missing: Sequence[str] | None = None,
         schema: SchemaSpec | None = None,
-        limits: Limits = DEFAULT_LIMITS,
+        limits: Limits | None = None,
     ) -> None:
         if not tagged_contents or not all(isinstance(t, TaggedContent) for t in tagged_contents):
             raise UsageError("MultiTaggedContentParser takes one or more TaggedContent objects")
@@ -85,8 +87,8 @@ class MultiTaggedContentParser(ParserBase, DictFilterMixin):
         )
         self.tagged_contents = list(tagged_contents)
         self.keys_allow_missing = list(keys_allow_missing) if keys_allow_missing is not None else None
-        self.limits = limits
-        self.schema = ResponseSchema(schema, limits=limits) if schema is not None else None
+        self.limits = limits = limits or DEFAULT_LIMITS
+        self.schema = ReplySchema(schema, limits=limits) if schema is not None else None
         if self.schema is not None:
             for tagged in self.tagged_contents:
                 types = self.schema.property_types(tagged.name)
@@ -146,8 +148,6 @@ class MultiTaggedContentParser(ParserBase, DictFilterMixin):
 
     def stream(self) -> TaggedReplyStream:
         """A push parser previewing ``{name: content so far}``; ``close()`` gives ``parse``'s result."""
-        from turnkit.outputs._streaming import TaggedReplyStream
-
         return TaggedReplyStream(self, self.tagged_contents)
 
     def _scan(self, text: str, repairs: list[Repair]) -> dict[str, tuple[str, int]]:
@@ -219,3 +219,104 @@ class MultiTaggedContentParser(ParserBase, DictFilterMixin):
         value, json_repairs = load_json_reply(region, reply=text, offset=region_offset, limits=self.limits, hint=hint)
         repairs.extend(json_repairs)
         return value
+
+
+def _prefixed(ops: list[Op], prefix: str) -> list[Op]:
+    return [{**op, "path": prefix + op["path"]} for op in ops]
+
+
+class TaggedReplyStream(ReplyStream):
+    """Preview of a tagged reply: ``{name: content so far}``, JSON fields as partial JSON values."""
+
+    def __init__(self, parser: ParserBase, tagged_contents: list[TaggedContent]) -> None:
+        super().__init__(parser)
+        self._fields = tagged_contents
+        self._seen: set[str] = set()
+        self._open: TaggedContent | None = None
+        self._buf = ""
+        self._value: dict[str, Any] = {}
+        self._parts: dict[str, TextSoFar] = {}
+        self._dirty: set[str] = set()
+        self._json: dict[str, JsonPreview] = {}
+        self._stopped = False
+        self._announced = False
+        self._longest_begin = max(len(t.tag_begin) for t in tagged_contents)
+
+    @property
+    def value(self) -> dict[str, Any]:
+        for name in self._dirty:
+            self._value[name] = self._parts[name].value
+        self._dirty.clear()
+        for name, preview in self._json.items():
+            if preview.stream.started:
+                self._value[name] = preview.stream.value
+        return self._value
+
+    def _stop_preview(self) -> None:
+        self._stopped = True
+
+    def _preview(self, chunk: str) -> list[Op]:
+        if self._stopped:
+            return []
+        self._buf += chunk
+        ops: list[Op] = []
+        if not self._announced:
+            self._announced = True
+            ops.append({"op": "add", "path": "", "value": {}})
+        while True:
+            if self._open is None:
+                if not self._find_open():
+                    break
+            elif not self._read_open(ops):
+                break
+        return ops
+
+    def _find_open(self) -> bool:
+        best: tuple[int, TaggedContent] | None = None
+        for tagged in self._fields:
+            if tagged.name in self._seen:
+                continue
+            index = self._buf.find(tagged.tag_begin)
+            if index >= 0 and (best is None or index < best[0]):
+                best = (index, tagged)
+        if best is None:
+            self._buf = self._buf[-(self._longest_begin - 1) :] if self._longest_begin > 1 else ""
+            return False
+        index, tagged = best
+        self._buf = self._buf[index + len(tagged.tag_begin) :]
+        self._seen.add(tagged.name)
+        self._open = tagged
+        if tagged.parse_json:
+            self._json[tagged.name] = JsonPreview(skip_prefix=False)
+        return True
+
+    def _read_open(self, ops: list[Op]) -> bool:
+        tagged = self._open
+        assert tagged is not None
+        end = self._buf.find(tagged.tag_end)
+        if end >= 0:
+            self._emit(tagged, self._buf[:end], ops)
+            self._buf = self._buf[end + len(tagged.tag_end) :]
+            self._open = None
+            return True
+        safe = len(self._buf) - held_tail(self._buf, tagged.tag_end)
+        if safe > 0:
+            self._emit(tagged, self._buf[:safe], ops)
+            self._buf = self._buf[safe:]
+        return False
+
+    def _emit(self, tagged: TaggedContent, text: str, ops: list[Op]) -> None:
+        name = tagged.name
+        path = pointer_join("", name)
+        preview = self._json.get(name)
+        if preview is not None:
+            ops.extend(_prefixed(preview.feed(text), path))
+            return
+        if name not in self._parts:
+            self._parts[name] = TextSoFar(text)
+            self._value[name] = text
+            ops.append({"op": "add", "path": path, "value": text})
+        elif text:
+            self._parts[name].append(text)
+            self._dirty.add(name)
+            ops.append({"op": "append", "path": path, "value": text})

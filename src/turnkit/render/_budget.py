@@ -17,7 +17,7 @@ from jinja2.utils import Namespace
 from turnkit.errors import TemplateLimitError
 from turnkit.limits import Limits
 
-__all__ = ["RenderBudget", "current_budget", "estimate_str_size"]
+__all__ = ["RenderBudget", "current_budget", "estimate_str_size", "reset_budget", "set_budget"]
 
 _TIME_CHECK_EVERY = 1024
 

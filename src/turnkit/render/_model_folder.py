@@ -338,7 +338,7 @@ def _leading_member(text: str, wanted: str) -> tuple[bool, Any]:
 
 
 def read_model_folder(
-    path: str | os.PathLike[str], *, processor: bool = False, limits: Limits = DEFAULT_LIMITS
+    path: str | os.PathLike[str], *, processor: bool = False, limits: Limits | None = None
 ) -> ModelFolder:
     """Read a local model folder's chat template(s) and special tokens, the way transformers 5.23 loads them.
 
@@ -346,6 +346,7 @@ def read_model_folder(
     Raises :class:`~turnkit.TemplateNotFoundError` for a missing folder and :class:`~turnkit.TemplateError`
     naming the file for unreadable or invalid files. A folder without any template gives ``chat_template=None``.
     """
+    limits = limits or DEFAULT_LIMITS
     folder = Path(path)
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"

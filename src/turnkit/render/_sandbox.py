@@ -36,7 +36,7 @@ from markupsafe import Markup
 
 from turnkit.errors import TemplateLimitError
 from turnkit.limits import DEFAULT_LIMITS, Limits
-from turnkit.render._budget import _CURRENT, RenderBudget, estimate_str_size
+from turnkit.render._budget import RenderBudget, current_budget, estimate_str_size
 
 __all__ = ["TemplateSandbox", "sandbox_for"]
 
@@ -221,14 +221,14 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset(_BINOPS)
     code_generator_class = _GuardedCodeGenerator
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(self, limits: Limits | None = None) -> None:
         super().__init__(
             trim_blocks=True,
             lstrip_blocks=True,
             extensions=[_GenerationExtension, jinja2.ext.loopcontrols],
             finalize=self._finalize,
         )
-        self.limits = limits
+        self.limits = limits or DEFAULT_LIMITS
         self._attribute_verdicts: dict[tuple[type, str], bool] = {}
         self.filters["tojson"] = self._tojson
         self.filters[_LOOP_FILTER] = _guard_loop
@@ -247,7 +247,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
     def check_size(self, size: int, what: str) -> None:
         """Refuse an operation whose result would exceed ``Limits.max_sequence_length`` (plus twice the input)."""
         if size > self.limits.max_sequence_length:
-            budget = _CURRENT.get()
+            budget = current_budget()
             if budget is not None and size <= self.limits.max_sequence_length + 2 * budget.input_size():
                 return
             raise TemplateLimitError(
@@ -259,7 +259,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
     def charge(self, nbytes: int) -> None:
         """Count an allocation against the render's memory budget (small ones are free: loops bound them)."""
         if nbytes >= _FREE_BYTES:
-            budget = _CURRENT.get()
+            budget = current_budget()
             if budget is not None:
                 budget.allocate(nbytes)
 
@@ -271,14 +271,14 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         if kind is int or kind is float or kind is bool or value is None:
             return 0
         if per_item == 0:
-            budget = _CURRENT.get()
+            budget = current_budget()
             if budget is not None and id(value) in budget.trusted:
                 return 0
         return estimate_str_size(value, self.limits.max_sequence_length, per_item=per_item)
 
     def output_cap(self) -> int:
         """``Limits.max_output_chars``, plus twice the input of the render in progress."""
-        budget = _CURRENT.get()
+        budget = current_budget()
         extra = 2 * budget.input_size() if budget is not None else 0
         return self.limits.max_output_chars + extra
 
@@ -343,7 +343,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
                     return obj(*args, **kwargs)
                 except StopIteration:
                     return self.undefined("value was undefined because a callable raised a StopIteration exception")
-        budget = _CURRENT.get()
+        budget = current_budget()
         if budget is not None:
             budget.depth += 1
             if budget.depth > self.limits.max_call_depth:
@@ -546,7 +546,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
 
 @jinja2.pass_context  # never constant-folded at compile time: a literal list must be counted at run time too
 def _guard_loop(context: Context, iterable: Iterable[Any]) -> Iterable[Any]:
-    budget = _CURRENT.get()
+    budget = current_budget()
     if budget is None:
         return iterable
     return budget.guard_loop(iterable)
@@ -700,7 +700,7 @@ def _counting(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _guard_iter(value: Any) -> Any:
-    budget = _CURRENT.get()
+    budget = current_budget()
     if budget is None:
         return value
     if isinstance(value, list | tuple | range):

@@ -101,7 +101,7 @@ class ChatTemplate:
         """The chat template(s) and special tokens of a local Hugging Face model folder (never downloads)."""
         from turnkit.render._model_folder import read_model_folder
 
-        folder = read_model_folder(path, limits=limits or DEFAULT_LIMITS)
+        folder = read_model_folder(path, limits=limits)
         if folder.chat_template is None:
             raise TemplateNotFoundError(f"the model folder {os.fspath(path)!r} has no chat template")
         return cls(folder.chat_template, special_tokens=folder.template_kwargs, limits=limits)

@@ -9,11 +9,11 @@
 
 from __future__ import annotations
 
+from turnkit.structured._json_stream import JsonStream, loads, loads_partial
 from turnkit.structured._partial_codegen import partial_types_module
 from turnkit.structured._partials import FieldState, partial_model
-from turnkit.structured._patch import apply_patch, coalesce_ops
+from turnkit.structured._patch import Op, apply_patch, coalesce_ops
 from turnkit.structured._policies import ItemsWhenComplete, RequireFields, Stream, WhenComplete, WithState
-from turnkit.structured._stream import JsonStream, Op, loads, loads_partial
 from turnkit.structured._structured_stream import StructuredStream
 from turnkit.structured._transforms import FunctionTransform, PathMap, Transform
 from turnkit.structured._wire import OpDecoder, OpEncoder, decode_ops, encode_ops

@@ -12,9 +12,11 @@ from typing import Any
 
 from turnkit._json import json_copy, split_pointer
 from turnkit.errors import JsonPatchError
-from turnkit.structured._stream import Op
 
-__all__ = ["apply_patch", "coalesce_ops", "json_equal"]
+__all__ = ["Op", "apply_patch", "coalesce_ops", "json_equal"]
+
+Op = dict[str, Any]
+"""One patch operation: ``{"op": ..., "path": ..., "value": ...}`` (RFC 6902 plus ``append``)."""
 
 _OPS = frozenset({"add", "remove", "replace", "move", "copy", "test", "append"})
 

@@ -22,11 +22,10 @@ from pydantic import BaseModel, ValidationError
 
 from turnkit._json import escape_token, split_pointer
 from turnkit.errors import JsonPatchError, OutputParseError
+from turnkit.structured._patch import Op
 from turnkit.structured._policies import FieldPlan
 
 __all__ = ["CLOSED", "PolicyFilter"]
-
-Op = dict[str, Any]
 
 CLOSED = "_closed"
 """Internal event between stages: the value at ``path`` (and all inside it) is complete."""

@@ -9,11 +9,12 @@ from pydantic import BaseModel
 
 from turnkit.errors import UsageError
 from turnkit.limits import Limits
+from turnkit.structured._json_stream import JsonStream
 from turnkit.structured._live_document import LiveDocument
 from turnkit.structured._partials import partial_model
+from turnkit.structured._patch import Op
 from turnkit.structured._policies import compile_plan
 from turnkit.structured._policy_filter import CLOSED, PolicyFilter
-from turnkit.structured._stream import JsonStream, Op
 from turnkit.structured._transforms import FunctionTransform, Transform
 
 __all__ = ["StructuredStream"]

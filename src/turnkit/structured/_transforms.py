@@ -19,12 +19,11 @@ from typing import Any, Protocol
 from turnkit._json import escape_token, json_copy, split_pointer
 from turnkit.errors import JsonPatchError, UsageError
 from turnkit.structured._live_document import LiveDocument
-from turnkit.structured._patch import json_equal
+from turnkit.structured._patch import Op, json_equal
 from turnkit.structured._policy_filter import CLOSED
 
 __all__ = ["FunctionTransform", "PathMap", "Transform", "TransformState"]
 
-Op = dict[str, Any]
 _WILD = "*"
 
 

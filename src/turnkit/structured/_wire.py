@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from turnkit.errors import JsonPatchError
-from turnkit.structured._stream import Op
+from turnkit.structured._patch import Op
 
 __all__ = ["OpDecoder", "OpEncoder", "decode_ops", "encode_ops"]
 

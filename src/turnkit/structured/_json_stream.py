@@ -20,11 +20,9 @@ from typing import Any
 from turnkit._json import escape_token
 from turnkit.errors import IncompleteInputError, LimitExceededError, ParseError, UsageError, snippet_around
 from turnkit.limits import DEFAULT_LIMITS, Limits
+from turnkit.structured._patch import Op
 
-__all__ = ["JsonStream", "Op", "loads", "loads_partial"]
-
-Op = dict[str, Any]
-"""One patch operation: ``{"op": ..., "path": ..., "value": ...}`` (RFC 6902 plus ``append``)."""
+__all__ = ["JsonStream", "loads", "loads_partial"]
 
 
 class _State(enum.Enum):
@@ -205,7 +203,7 @@ class JsonStream:
     )
 
     def __init__(self, *, skip_prefix: bool = False, limits: Limits | None = None) -> None:
-        self._limits = limits if limits is not None else DEFAULT_LIMITS
+        self._limits = limits or DEFAULT_LIMITS
         self._max_chars = self._limits.max_input_chars
         # the input total at which feed() takes a closer look: the size limit, or earlier where the open
         # string stops being kept current (one comparison per piece for both); -1 once the stream is dead
