@@ -98,7 +98,7 @@ class ReplyStream:
         self._parser = parser
         self._received = TextSoFar()
         self._size = 0
-        self._closed = False
+        self._closed: str = ""  # "", or why the stream takes no more input: "closed" or "failed"
         limits = getattr(parser, "limits", None)
         self._max_chars = limits.max_input_chars if limits is not None else None
 
@@ -110,8 +110,9 @@ class ReplyStream:
     def feed(self, chunk: str) -> list[Op]:
         """Take the next piece of the reply; return the operations that grew :attr:`value`."""
         if self._closed:
-            raise UsageError("feed() on a closed reply stream")
+            raise UsageError(f"feed() on a {self._closed} reply stream")
         if not isinstance(chunk, str):
+            self._closed = "failed"
             raise UsageError(f"feed() takes str, not {type(chunk).__name__}")
         self._size += len(chunk)
         if self._max_chars is not None and self._size > self._max_chars:
@@ -125,8 +126,8 @@ class ReplyStream:
     def close(self) -> ModelResponse:
         """End the reply and parse it whole: same result, repairs and errors as ``parser.parse``."""
         if self._closed:
-            raise UsageError("close() on a closed reply stream")
-        self._closed = True
+            raise UsageError(f"close() on a {self._closed} reply stream")
+        self._closed = "closed"
         self._stop_preview()
         limits = getattr(self._parser, "limits", None)
         if limits is not None:
