@@ -29,7 +29,7 @@ class LiveServer:
     """An ASGI app under a real uvicorn on 127.0.0.1 (free port), in a thread."""
 
     def __init__(self, app: Any) -> None:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
                                 timeout_graceful_shutdown=3)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import importlib
 import logging
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -97,11 +99,20 @@ def protocol_routes(gateway: Gateway) -> list[BaseRoute]:
 def create_app(
     gateway: Gateway, *, api_key: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 ) -> Starlette:
-    """The ASGI app serving ``gateway`` over every protocol; ``api_key`` turns on bearer auth."""
+    """The ASGI app serving ``gateway`` over every protocol; ``api_key`` turns on bearer auth.
+
+    The app owns the gateway: its lifespan shutdown closes it (and the backend's connections).
+    """
     routes: list[BaseRoute] = [Route("/healthz", _healthz, methods=["GET"]), _models(gateway)]
     routes.extend(protocol_routes(gateway))
     handlers: dict[Any, Any] = {ServeError: _serve_error, HTTPException: _http_error, Exception: _internal_error}
-    app = Starlette(routes=routes, exception_handlers=handlers)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await gateway.aclose()
+
+    app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
     app.state.gateway = gateway
     app.state.max_body_bytes = max_body_bytes
     if api_key:
