@@ -107,7 +107,7 @@ def template_messages(messages: Any, *, param: str = "messages") -> list[dict[st
     Text content parts are joined with newlines; ``developer`` becomes ``system``; tool-call arguments given
     as JSON text are decoded to objects, as vLLM does before rendering.
     """
-    if not isinstance(messages, list) or not messages:
+    if not isinstance(messages, list | tuple) or not messages:
         raise BadRequestError("messages must be a non-empty list", param=param)
     out = []
     for i, message in enumerate(messages):

@@ -67,7 +67,7 @@ class Gateway:
 
     def render(self, chat: ChatRequest) -> str:
         """The prompt for ``chat`` (with the generation prompt). Raises :class:`BadRequestError` on a template error."""
-        messages = template_messages(list(chat.messages))
+        messages = template_messages(chat.messages)
         reserved = _RESERVED_KWARGS & set(chat.chat_template_kwargs)
         if reserved:
             raise BadRequestError(f"chat_template_kwargs may not set {', '.join(sorted(reserved))}",

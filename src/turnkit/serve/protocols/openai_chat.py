@@ -156,7 +156,8 @@ def parse_chat_request(body: Any) -> tuple[ChatRequest, bool, bool]:
         if not isinstance(options, dict):
             raise BadRequestError("stream_options must be an object", param="stream_options")
         include_usage = _boolean(options, "include_usage", False)
-    kwargs = body.get("chat_template_kwargs") or {}
+    kwargs = body.get("chat_template_kwargs")
+    kwargs = {} if kwargs is None else kwargs
     if not isinstance(kwargs, dict):
         raise BadRequestError("chat_template_kwargs must be an object", param="chat_template_kwargs")
     tools = _tools(body)
