@@ -32,6 +32,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--backend", metavar="URL|replay:FILE", help="an OpenAI-compatible /v1/completions server "
                         "(vLLM, SGLang, llama.cpp, TGI) or replay:FILE (JSONL recorded outputs); default: the "
                         "embedded replay recordings")
+    parser.add_argument("--replay-delay", type=float, default=0.0, metavar="SECONDS",
+                        help="with a replay backend: pause between chunks, to imitate a model's pace (default: 0)")
     parser.add_argument("--backend-model", metavar="NAME", help="model name sent to the backend (default: the "
                         "first one its /v1/models lists)")
     parser.add_argument("--served-model-name", metavar="NAME", help="the model id /v1/models reports")
@@ -86,10 +88,12 @@ def build_gateway(args: argparse.Namespace) -> Any:
             raise CliError(f"--backend: {exc}") from exc
         if args.backend_model and hasattr(backend, "model"):
             backend.model = args.backend_model
+        if hasattr(backend, "delay"):
+            backend.delay = args.replay_delay
     elif args.model or args.template:
         raise CliError("pass --backend URL (an OpenAI-compatible /v1/completions server) or --backend replay:FILE")
     else:
-        backend = embedded_replay()
+        backend = embedded_replay(delay=args.replay_delay)
     if not isinstance(template, ChatTemplate):
         template = ChatTemplate(template, special_tokens=kwargs)
     return Gateway(template, fmt, backend, served_model_name=name, reasoning_field=args.reasoning_field)
