@@ -35,6 +35,7 @@ _KNOWN = frozenset({
     "n", "user", "metadata", "store", "logprobs",
 })
 _DONE = b"data: [DONE]\n\n"
+_COMPACT = (",", ":")
 
 
 def _number(body: Mapping[str, Any], name: str, low: float, high: float) -> float | None:
@@ -195,6 +196,7 @@ class _Wire:
             f'{{"id":"{self.id}","object":"chat.completion.chunk","created":{self.created},'
             f'"model":{json.dumps(self.model)},"system_fingerprint":null,"choices":[{{"index":0,"delta":'
         )
+        self.tail = ',"logprobs":null,"finish_reason":null}]}'
 
     def delta(self, delta: dict[str, Any]) -> dict[str, Any] | None:
         text = delta.get("reasoning_content")
@@ -210,7 +212,7 @@ class _Wire:
         return None
 
     def chunk(self, delta: dict[str, Any]) -> bytes:
-        data = self.head + json.dumps(delta, ensure_ascii=False) + ',"logprobs":null,"finish_reason":null}]}'
+        data = self.head + json.dumps(delta, ensure_ascii=False, separators=_COMPACT) + self.tail
         return b"data: " + data.encode("utf-8") + b"\n\n"
 
     def final(self, run: Run) -> bytes:
