@@ -13,6 +13,7 @@ __all__ = [
     "IncompleteInputError",
     "JsonPatchError",
     "LimitExceededError",
+    "MissingDependencyError",
     "OutputParseError",
     "ParseError",
     "RegexTimeoutError",
@@ -171,3 +172,9 @@ class OutputParseError(ParseError):
         super().__init__(message, code=code, position=position, pointer=pointer, snippet=snippet)
         self.feedback = feedback
         self.retryable = retryable
+
+
+class MissingDependencyError(TurnkitError, ImportError):
+    """An optional extra is not installed; the message names the ``pip install 'turnkit[...]'`` to run."""
+
+    code = "missing_dependency"

@@ -1,0 +1,401 @@
+"""The one pipeline every protocol consumes: render → backend → stream parse → checked deltas.
+
+``Gateway.run(chat)`` renders the prompt (a template error is a 400 before anything streams) and returns a
+:class:`Run`: an async iterator of OpenAI-style deltas (``content``, ``reasoning_content``, ``tool_calls``)
+after turnkit's tool-call policy, which then knows ``finish_reason``, ``usage``, the whole ``message`` and
+any ``problems``. Protocols never talk to the backend directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Literal
+
+from turnkit import ChatTemplate, OutputFormat, TemplateError, TurnkitError, load_format
+from turnkit.parse import Delta
+from turnkit.serve._chat import ChatRequest, template_messages
+from turnkit.serve._errors import BackendError, BadRequestError, ServeError, ShuttingDownError
+from turnkit.serve.backends._base import Backend, BackendChunk, Usage
+
+__all__ = ["Gateway", "ReasoningField", "Run"]
+
+ReasoningField = Literal["both", "reasoning_content", "reasoning", "none"]
+
+# Keyword arguments of the render call that a request's chat_template_kwargs may not override.
+_RESERVED_KWARGS = frozenset({"messages", "conversation", "tools", "documents", "add_generation_prompt",
+                              "continue_final_message", "template_name"})
+
+
+class Gateway:
+    """A chat template, an output format and a backend, shared by every protocol of one server."""
+
+    def __init__(
+        self,
+        template: ChatTemplate | str | Mapping[str, str],
+        output_format: OutputFormat | str,
+        backend: Backend,
+        *,
+        served_model_name: str = "turnkit",
+        reasoning_field: ReasoningField = "both",
+        template_kwargs: Mapping[str, Any] | None = None,
+        tool_functions: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> None:
+        self.template = template if isinstance(template, ChatTemplate) else ChatTemplate(template)
+        self.format = load_format(output_format) if isinstance(output_format, str) else output_format
+        self.backend = backend
+        self.served_model_name = served_model_name
+        if reasoning_field not in ("both", "reasoning_content", "reasoning", "none"):
+            raise ValueError(f"reasoning_field must be both, reasoning_content, reasoning or none: {reasoning_field!r}")
+        self.reasoning_field: ReasoningField = reasoning_field
+        self.template_kwargs = dict(template_kwargs or {})
+        self.tool_functions = dict(tool_functions or {})
+        self.closing = False
+        self._active: set[Run] = set()
+
+    def prompt_tools(self, chat: ChatRequest) -> list[dict[str, Any]] | None:
+        """The tools the prompt shows: none for ``tool_choice="none"``, only the named one for a named choice."""
+        if not chat.tools or chat.tool_choice == "none":
+            return None
+        forced = chat.forced_tool
+        tools = [dict(tool) for tool in chat.tools]
+        if forced is not None:
+            tools = [tool for tool in tools if tool.get("function", {}).get("name") == forced]
+        return tools or None
+
+    def render(self, chat: ChatRequest) -> str:
+        """The prompt for ``chat`` (with the generation prompt). Raises :class:`BadRequestError` on a template error."""
+        messages = template_messages(chat.messages)
+        reserved = _RESERVED_KWARGS & set(chat.chat_template_kwargs)
+        if reserved:
+            raise BadRequestError(f"chat_template_kwargs may not set {', '.join(sorted(reserved))}",
+                                  param="chat_template_kwargs")
+        kwargs = {**self.template_kwargs, **chat.chat_template_kwargs}
+        try:
+            return self.template.render(messages, tools=self.prompt_tools(chat), add_generation_prompt=True, **kwargs)
+        except TemplateError as exc:
+            raise BadRequestError(f"chat template error: {exc}", param="messages", code="template_error") from exc
+
+    def run(self, chat: ChatRequest) -> Run:
+        """Render ``chat`` and prepare its generation; iterate the result (``async for delta in run``)."""
+        if self.closing:
+            raise ShuttingDownError("the server is shutting down")
+        return Run(self, chat, self.render(chat))
+
+    def shutdown(self) -> None:
+        """Stop: new runs are refused and every run waiting on the backend ends with :class:`ShuttingDownError`.
+
+        Call it on the event loop (``loop.call_soon_threadsafe(gateway.shutdown)`` from a signal handler).
+        """
+        self.closing = True
+        for run in list(self._active):
+            run.interrupt()
+
+    async def aclose(self) -> None:
+        """Shut down and release the backend's resources."""
+        self.shutdown()
+        aclose = getattr(self.backend, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+class _Call:
+    __slots__ = ("id", "name", "parts")
+
+    def __init__(self, call_id: str, name: str) -> None:
+        self.id = call_id
+        self.name = name
+        self.parts: list[str] = []
+
+
+class Run:
+    """One generation: ``async for delta in run`` yields checked deltas; afterwards ``finish_reason``,
+    ``usage``, ``message`` and ``problems`` are set.
+
+    Tool-call policy (the same for every protocol): a call to a function that is not allowed (not in
+    ``tools``, ``tool_choice="none"``, another function than a named ``tool_choice``, or a second call when
+    ``parallel_tool_calls`` is false) is not passed on as a call: it is written into ``content`` as
+    ``{"name": ..., "arguments": ...}`` and reported in ``problems``. Kept calls are numbered 0, 1, ...
+    """
+
+    def __init__(self, gateway: Gateway, chat: ChatRequest, prompt: str) -> None:
+        self.gateway = gateway
+        self.chat = chat
+        self.prompt = prompt
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+        self.problems: list[dict[str, Any]] = []
+        self._parser = gateway.format.stream(prefix=prompt, tools=[dict(t) for t in chat.tools or ()] or None)
+        self._allowed = None if chat.tool_choice == "none" else set(chat.tool_names)
+        forced = chat.forced_tool
+        if forced is not None:
+            self._allowed = {forced}
+        self._content: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: list[_Call] = []
+        self._index: dict[int, int | None] = {}
+        self._diverted: int | None = None
+        self._chunks = 0
+        self._backend_finish: str | None = None
+        self._it: AsyncIterator[BackendChunk] | None = None
+        self._first: BackendChunk | None = None
+        self._started = False
+        self._task: asyncio.Task[Any] | None = None
+        self._interrupted = False
+        self._iterator: AsyncIterator[Delta] | None = None
+
+    # -- backend ----------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Send the request and wait for the first chunk, so that an unreachable backend fails before any
+        response is started (HTTP 502). Iterating calls it when needed."""
+        if self._started:
+            return
+        self._started = True
+        self.gateway._active.add(self)
+        self._it = aiter(self.gateway.backend.stream(self.prompt, self.chat.params))
+        self._first = await self._next()
+
+    async def _next(self) -> BackendChunk | None:
+        if self.gateway.closing or self._interrupted:
+            raise ShuttingDownError("the server is shutting down")
+        assert self._it is not None
+        self._task = asyncio.current_task()
+        try:
+            return await anext(self._it)
+        except StopAsyncIteration:
+            return None
+        except asyncio.CancelledError:
+            task = self._task
+            if self._interrupted and task is not None and task.uncancel() == 0:
+                raise ShuttingDownError("the server is shutting down") from None
+            raise
+        except ServeError:
+            raise
+        except Exception as exc:
+            raise BackendError(f"backend failed: {exc!r}") from exc
+        finally:
+            self._task = None
+
+    def interrupt(self) -> None:
+        """End this run with :class:`ShuttingDownError` (used by ``Gateway.shutdown``)."""
+        self._interrupted = True
+        if self._task is not None:
+            self._task.cancel()
+
+    async def aclose(self) -> None:
+        """Stop the generation and cancel the backend request."""
+        if self._iterator is not None:
+            aclose = getattr(self._iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        await self._close_backend()
+
+    async def _close_backend(self) -> None:
+        self.gateway._active.discard(self)
+        it, self._it = self._it, None
+        aclose = getattr(it, "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except Exception:  # noqa: S110 - the backend is being abandoned; its error no longer matters
+                pass
+
+    # -- iteration --------------------------------------------------------------------------------
+    def __aiter__(self) -> AsyncIterator[Delta]:
+        if self._iterator is None:
+            self._iterator = self._deltas()
+        return self._iterator
+
+    async def _deltas(self) -> AsyncIterator[Delta]:
+        try:
+            await self.start()
+            chunk = self._first
+            self._first = None
+            parser = self._parser
+            while chunk is not None:
+                if chunk.text:
+                    self._chunks += 1
+                    try:
+                        deltas = parser.feed(chunk.text)
+                    except TurnkitError as exc:
+                        raise ServeError(f"model output could not be parsed: {exc}", code="output_error") from exc
+                    if deltas:
+                        for delta in self._check(deltas):
+                            yield delta
+                if chunk.finish_reason is not None:
+                    self._backend_finish = chunk.finish_reason
+                if chunk.usage is not None:
+                    self.usage = chunk.usage
+                chunk = await self._next()
+            tail = self._check(parser.close())
+            self._close_diverted(tail)
+            for delta in tail:
+                yield delta
+            self._finish()
+        finally:
+            await self._close_backend()
+
+    async def complete(self) -> dict[str, Any]:
+        """Run to the end and return the ``message``."""
+        async for _ in self:
+            pass
+        return self.message
+
+    # -- the tool-call policy -----------------------------------------------------------------------
+    def _refusal(self, name: str) -> str | None:
+        chat = self.chat
+        if chat.tool_choice == "none":
+            return "tool_choice is \"none\""
+        if self._allowed is None or name not in self._allowed:
+            if chat.forced_tool is not None:
+                return f"tool_choice names {chat.forced_tool!r}"
+            return "no such function in tools"
+        if not chat.parallel_tool_calls and self._calls:
+            return "parallel_tool_calls is false"
+        return None
+
+    def _text(self, out: list[Delta], key: str, text: str) -> None:
+        (self._content if key == "content" else self._reasoning).append(text)
+        out.append({key: text})
+
+    def _close_diverted(self, out: list[Delta]) -> None:
+        if self._diverted is not None:
+            self._diverted = None
+            self._text(out, "content", "}")
+
+    def _check(self, deltas: list[Delta]) -> list[Delta]:
+        out: list[Delta] = []
+        for delta in deltas:
+            calls = delta.get("tool_calls")
+            if calls is None:
+                for key in ("content", "reasoning_content"):
+                    text = delta.get(key)
+                    if text:
+                        self._close_diverted(out)
+                        self._text(out, key, text)
+                continue
+            for call in calls:
+                self._call_delta(out, call)
+        return out
+
+    def _call_delta(self, out: list[Delta], call: Mapping[str, Any]) -> None:
+        index = call["index"]
+        function = call.get("function") or {}
+        arguments = function.get("arguments") or ""
+        if "id" in call:  # the first delta of a call
+            self._close_diverted(out)
+            name = function.get("name") or ""
+            reason = self._refusal(name)
+            if reason is not None:
+                self._index[index] = None
+                self._diverted = index
+                self.problems.append({"code": "tool_call_not_allowed", "name": name,
+                                      "message": f"the model called {name!r}, which is not allowed ({reason}); "
+                                                 "the call is returned as content"})
+                self._text(out, "content", '{"name": ' + json.dumps(name, ensure_ascii=False) + ', "arguments": ')
+                if arguments:
+                    self._text(out, "content", arguments)
+                return
+            position = len(self._calls)
+            self._index[index] = position
+            self._calls.append(_Call(call["id"], name))
+            out.append({"tool_calls": [{"index": position, "id": call["id"], "type": "function",
+                                        "function": {"name": name, "arguments": ""}}]})
+        if not arguments:
+            return
+        position_or_none = self._index.get(index)
+        if position_or_none is None:
+            if self._diverted != index:  # a fragment of an earlier diverted call: keep it readable
+                self._close_diverted(out)
+                self._diverted = index
+            self._text(out, "content", arguments)
+            return
+        self._close_diverted(out)
+        self._calls[position_or_none].parts.append(arguments)
+        out.append({"tool_calls": [{"index": position_or_none, "function": {"arguments": arguments}}]})
+
+    # -- the end ------------------------------------------------------------------------------------
+    def _finish(self) -> None:
+        if self._backend_finish == "length":
+            self.finish_reason = "length"
+        elif self._calls:
+            self.finish_reason = "tool_calls"
+        else:
+            self.finish_reason = "stop"
+        if self.usage is None:
+            self.usage = Usage(prompt_tokens=0, completion_tokens=self._chunks)
+        for position, call in enumerate(self._calls):
+            raw = "".join(call.parts)
+            try:
+                value = json.loads(raw)
+            except (ValueError, RecursionError) as exc:
+                self.problems.append({"code": "invalid_tool_arguments", "index": position, "name": call.name,
+                                      "message": f"the arguments of call {position} ({call.name!r}) are not valid "
+                                                 f"JSON: {exc}"})
+                continue
+            if not isinstance(value, dict):
+                self.problems.append({"code": "invalid_tool_arguments", "index": position, "name": call.name,
+                                      "message": f"the arguments of call {position} ({call.name!r}) are not a "
+                                                 "JSON object"})
+        choice = self.chat.tool_choice
+        if (choice == "required" or self.chat.forced_tool is not None) and not self._calls:
+            self.problems.append({"code": "tool_choice_not_met",
+                                  "message": "tool_choice asked for a tool call and the model made none"})
+        if self._parser.incomplete and self.finish_reason != "length":
+            self.problems.append({"code": "incomplete_output",
+                                  "message": "the model output ended inside an unfinished region"})
+        fmt = self.chat.response_format
+        if fmt is not None and fmt.get("type") in ("json_object", "json_schema"):
+            error = check_response_format(self.content, fmt)
+            if error is not None:
+                self.problems.append({"code": "response_format_not_met", "message": error})
+
+    @property
+    def content(self) -> str | None:
+        return "".join(self._content) or None
+
+    @property
+    def reasoning(self) -> str | None:
+        return "".join(self._reasoning) or None
+
+    @property
+    def message(self) -> dict[str, Any]:
+        """What the deltas so far add up to: ``role``, ``content``, ``reasoning_content``, ``tool_calls``
+        (arguments as the JSON text the deltas carried); ``tool_calls`` only when there are calls."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content,
+                                   "reasoning_content": self.reasoning}
+        if self._calls:
+            message["tool_calls"] = [
+                {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": "".join(call.parts)}}
+                for call in self._calls
+            ]
+        return message
+
+
+def check_response_format(content: str | None, response_format: Mapping[str, Any]) -> str | None:
+    """Why ``content`` does not satisfy ``response_format`` (json_object / json_schema), or None."""
+    if content is None:
+        return "the model wrote no content, and response_format asks for JSON"
+    try:
+        value = json.loads(content)
+    except (ValueError, RecursionError) as exc:
+        return f"the content is not valid JSON: {exc}"
+    if response_format.get("type") == "json_object":
+        return None if isinstance(value, dict) else "the content is JSON but not an object"
+    spec = response_format.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, Mapping) else None
+    if not isinstance(schema, Mapping):
+        return None
+    try:
+        jsonschema: Any = importlib.import_module("jsonschema")
+    except ImportError:  # pragma: no cover - documented: without jsonschema only JSON syntax is checked
+        return None
+    validator_cls = jsonschema.validators.validator_for(schema)
+    errors = sorted(validator_cls(schema).iter_errors(value), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    first = errors[0]
+    pointer = "/" + "/".join(str(p) for p in first.absolute_path)
+    return f"the content does not match the schema at {pointer}: {first.message}"

@@ -1,0 +1,27 @@
+"""Model backends: one interface (:class:`Backend`), a raw ``/v1/completions`` client and a replay backend."""
+
+from __future__ import annotations
+
+from turnkit.serve.backends._base import Backend, BackendChunk, SamplingParams, Usage
+from turnkit.serve.backends.completions import CompletionsBackend
+from turnkit.serve.backends.replay import ReplayBackend, ReplayRecord
+
+__all__ = [
+    "Backend",
+    "BackendChunk",
+    "CompletionsBackend",
+    "ReplayBackend",
+    "ReplayRecord",
+    "SamplingParams",
+    "Usage",
+    "backend_from_spec",
+]
+
+
+def backend_from_spec(spec: str) -> Backend:
+    """``"http://host:port"`` (an OpenAI-compatible completions server) or ``"replay:FILE"`` (JSONL records)."""
+    if spec.startswith("replay:"):
+        return ReplayBackend.from_file(spec.removeprefix("replay:"))
+    if spec.startswith(("http://", "https://")):
+        return CompletionsBackend(spec)
+    raise ValueError(f"unknown backend {spec!r}: give an http(s):// URL of a /v1/completions server or replay:FILE")
