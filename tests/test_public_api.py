@@ -12,6 +12,7 @@ PUBLIC_NAMESPACES = [
     "turnkit.outputs",
     "turnkit.parse",
     "turnkit.render",
+    "turnkit.serve",
     "turnkit.structured",
     "turnkit.tools",
 ]

@@ -9,25 +9,24 @@ or build the ASGI app yourself::
 
 from __future__ import annotations
 
-from turnkit.errors import MissingDependencyError
+from turnkit.errors import MissingDependencyError as _MissingDependencyError
 
 try:
     import httpx  # noqa: F401
     import httpx_sse  # noqa: F401
     import starlette  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised by a subprocess test without the extra
-    raise MissingDependencyError(
+    raise _MissingDependencyError(
         f"turnkit.serve needs the serve extra ({exc.name} is missing): pip install 'turnkit[serve]'",
         code="missing_dependency",
     ) from exc
 
-from turnkit.serve._app import PROTOCOLS, create_app
-from turnkit.serve._chat import ChatRequest, template_messages
+from turnkit.serve._app import create_app
+from turnkit.serve._chat import ChatRequest
 from turnkit.serve._embedded import embedded_gateway, embedded_replay, embedded_template
 from turnkit.serve._errors import BackendError, BadRequestError, ServeError, ShuttingDownError
-from turnkit.serve._gateway import Gateway, ReasoningField, Run, check_response_format
-from turnkit.serve._http import read_json_body
-from turnkit.serve._sse import SSE_HEADERS, SSEResponse, sse_comment, sse_event, sse_response
+from turnkit.serve._gateway import Gateway, ReasoningField, Run
+from turnkit.serve._sse import SSE_HEADERS, sse_comment, sse_event, sse_response
 from turnkit.serve.backends import (
     Backend,
     BackendChunk,
@@ -40,8 +39,6 @@ from turnkit.serve.backends import (
 )
 
 __all__ = [
-    "PROTOCOLS",
-    "SSE_HEADERS",
     "Backend",
     "BackendChunk",
     "BackendError",
@@ -53,20 +50,17 @@ __all__ = [
     "ReplayBackend",
     "ReplayRecord",
     "Run",
-    "SSEResponse",
+    "SSE_HEADERS",
     "SamplingParams",
     "ServeError",
     "ShuttingDownError",
     "Usage",
     "backend_from_spec",
-    "check_response_format",
     "create_app",
     "embedded_gateway",
     "embedded_replay",
     "embedded_template",
-    "read_json_body",
     "sse_comment",
     "sse_event",
     "sse_response",
-    "template_messages",
 ]
