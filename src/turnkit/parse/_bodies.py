@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import enum
 import json
 import re
 from functools import lru_cache
@@ -27,10 +28,22 @@ __all__ = ["REJECT", "Body", "ToolTypes", "make_body"]
 ToolTypes = dict[str, dict[str, Any]]
 """Tool name -> parameter name -> JSON schema of that parameter."""
 
-REJECT = "\x00reject"
+
+
+class Reject(enum.Enum):
+    """The type of :data:`REJECT` (one member, compared with ``is``)."""
+
+    REJECT = "reject"
+
+
+REJECT = Reject.REJECT
+"""Returned by ``feed`` when the body is not in the decoder's encoding: an object no model output can spell."""
+
+Fed = str | None | Reject
+"""What ``feed`` returns: ``None`` (the body continues), the unconsumed rest (it ended), or :data:`REJECT`."""
+
 _JSON_SPECIAL = re.compile(r'["\\{}\[\]]')
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\u2028\u2029]')
-"""Sentinel returned by ``feed`` when the body is not in the decoder's encoding."""
 
 _MAX_NAME = 512
 _WS = " \t\r\n"
@@ -47,7 +60,7 @@ class Body:
         self.max_depth = max_depth
         self.consumed = ""
 
-    def feed(self, text: str) -> str | None:  # pragma: no cover - abstract
+    def feed(self, text: str) -> Fed:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def fast(self, text: str) -> list[Delta] | None:
@@ -122,7 +135,7 @@ class JsonCallsBody(Body):
         self.pending_args: str | None = None
         self.string_args = False
 
-    def feed(self, text: str) -> str | None:
+    def feed(self, text: str) -> Fed:
         if self.delegate is not None:
             return self.delegate.feed(text)
         pos, end = 0, len(text)
@@ -345,7 +358,7 @@ class JsonCallsBody(Body):
         self.produced = self.produced or self.inner.produced
         self.inner = None
         self.state = self.AFTER
-        if rest == REJECT:
+        if rest is REJECT:
             return len(text)
         # Continue with what the nested walker did not consume.
         self.pending_rest = rest
@@ -414,7 +427,7 @@ class JsonCallsBody(Body):
         else:
             self.state = self.DONE
 
-    def _done(self, rest: str) -> str | None:
+    def _done(self, rest: str) -> Fed:
         if not self.produced:
             # An ordinary JSON value, not an envelope or call list (formats2: for every JSON call region, e.g.
             # ``[{"a": 1}]`` in xLAM output): the engine gives it back as content.
@@ -429,7 +442,7 @@ class JsonCallsBody(Body):
             return self.feed(rest)
         return rest
 
-    def _give_up(self, rest: str) -> str:
+    def _give_up(self, rest: str) -> Fed:
         """Not the expected shape after all: close what is open, hand the rest back as text."""
         if self.started:
             self.out.incomplete = True
@@ -439,7 +452,7 @@ class JsonCallsBody(Body):
             return REJECT
         return rest
 
-    def feed_after(self, text: str) -> str | None:
+    def feed_after(self, text: str) -> Fed:
         return self.feed(text)
 
     def close(self) -> None:
@@ -486,7 +499,7 @@ class JsonArgsBody(Body):
         self.fence_buf = ""
         self.name = ""
 
-    def feed(self, text: str) -> str | None:
+    def feed(self, text: str) -> Fed:
         while text or self.state == self.ARGS_START and not text:
             if not text:
                 return None
@@ -646,7 +659,7 @@ class XmlParamsBody(Body):
         self.held_newline = ""
         self.value_parts: list[str] = []
 
-    def feed(self, text: str) -> str | None:
+    def feed(self, text: str) -> Fed:
         spec = self.spec
         while text:
             state = self.state
@@ -840,7 +853,7 @@ class PythonicBody(Body):
         self.key = ""
         self.value_parts: list[str] = []
 
-    def feed(self, text: str) -> str | None:
+    def feed(self, text: str) -> Fed:
         pos, end = 0, len(text)
         while pos < end:
             char = text[pos]
@@ -1010,7 +1023,7 @@ class KeyedDictBody(Body):
         self.depth = 0
         self.in_quote = False
 
-    def feed(self, text: str) -> str | None:
+    def feed(self, text: str) -> Fed:
         if self.name is None:
             self.head += text
             brace = self.head.find("{")

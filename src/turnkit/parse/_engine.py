@@ -411,7 +411,7 @@ class StreamParser:
         rest = body.feed(text)
         if rest is None:
             return ""
-        if rest == REJECT:
+        if rest is REJECT:
             # Not a tool call after all: the region's text is content (the marker is not re-scanned).
             self._body = None
             self._return_to_container()
