@@ -70,6 +70,9 @@ def sample_calls(spec: FormatSpec, args: str) -> list[str]:
             text = _region_text(region, args)
             if text is not None:
                 out.append(f"{section.open}{text}{section.close or ''}")
+    opened = next((r for r in spec.reasoning if r.open_by_default), None)
+    if opened is not None:  # the output starts in reasoning: end it first
+        out = [opened.ends[0] + text for text in out]
     harmony = spec.harmony
     if harmony is not None:
         out.append(

@@ -19,7 +19,7 @@ from typing import Any
 
 from turnkit._held import held_tail
 from turnkit.parse._emit import Delta, Emitter
-from turnkit.parse._json_scan import JsonValueScanner, json_text
+from turnkit.parse._json_scan import JsonDepthGauge, JsonValueScanner, json_text, too_deep
 from turnkit.parse._markers import MarkerScanner, MarkerSet
 from turnkit.parse._spec import JsonArgs, JsonCalls, KeyedDict, Pythonic, XmlParams
 
@@ -400,6 +400,8 @@ class JsonCallsBody(Body):
                     inner = json.loads(raw)
                 except ValueError:
                     inner = raw
+                if isinstance(inner, str):
+                    JsonDepthGauge(max_depth=self.max_depth).feed(inner)  # JSON arguments inside a JSON string
                 self.pending_args = inner if isinstance(inner, str) else json_text(inner)
             elif not self.started:
                 self.pending_args = raw
@@ -813,6 +815,7 @@ class XmlParamsBody(Body):
             raw = raw[:-1] if raw.endswith("\n") else raw
         else:
             raw = raw.strip()
+        JsonDepthGauge(max_depth=self.max_depth).feed(raw)
         self.out.args(json_text(typed_value(raw, self.kind)))
         self.value_parts = []
 
@@ -825,6 +828,7 @@ class XmlParamsBody(Body):
             if self.kind != "string":
                 raw = "".join(self.value_parts).strip()
                 if raw:
+                    JsonDepthGauge(max_depth=self.max_depth).feed(raw)
                     self.out.args(json_text(typed_value(raw, self.kind)))
             return
         if self.out.in_call or self.state in (self.NAME, self.KEY, self.VALUE_OPEN):
@@ -962,6 +966,8 @@ class PythonicBody(Body):
                 self.quote = char
             elif char in "([{":
                 self.depth += 1
+                if self.depth > self.max_depth:
+                    raise too_deep(self.max_depth, text, pos)
             elif char in ")]}" and self.depth > 0:
                 self.depth -= 1
             elif char in ",)" and self.depth == 0:
@@ -1059,10 +1065,7 @@ class KeyedDictBody(Body):
                 if found.group() in "{[":
                     self.depth += 1
                     if self.depth > self.max_depth:
-                        self.out.incomplete = True
-                        self.out.end_call()
-                        self.name = ""
-                        return ""
+                        raise too_deep(self.max_depth, data, found.start())
                 else:
                     self.depth -= 1
                     if self.depth == 0:

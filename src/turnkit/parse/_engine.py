@@ -18,6 +18,7 @@ from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.messages import AssistantMessage
 from turnkit.parse._bodies import REJECT, Body, JsonArgsBody, ToolTypes, make_body
 from turnkit.parse._emit import Delta, Emitter
+from turnkit.parse._json_scan import JsonDepthGauge
 from turnkit.parse._markers import MarkerScanner, MarkerSet
 from turnkit.parse._spec import FormatSpec, Reasoning, Section, ToolRegion
 
@@ -337,6 +338,7 @@ class StreamParser:
                 before, marker, text = self._scanner.scan(text, self._final)
                 if before:
                     if mode == _H_ARGS:
+                        self._gauge.feed(before)
                         out.args(before)
                     elif self._field:
                         out.text(self._field, before)
@@ -467,6 +469,7 @@ class StreamParser:
         ):
             name = recipient[len(harmony.recipient_prefix) :]
             self._out.start_call(name)
+            self._gauge = JsonDepthGauge(max_depth=self._limits.max_json_depth)
             self._mode = _H_ARGS
             return
         self._mode = _H_TEXT
@@ -512,6 +515,7 @@ class StreamParser:
                 out.text(self._field, held)
         elif mode == _H_ARGS:
             if held:
+                self._gauge.feed(held)
                 out.args(held)
             out.end_call()
         elif mode == _HEADER and (self._header + held).strip():
