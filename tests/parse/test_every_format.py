@@ -43,6 +43,28 @@ def test_control_characters_whole_equals_streamed(name: str) -> None:
                 deltas, message = _streamed(fmt, pieces)
                 assert accumulate(deltas) == without_flags(whole), (cut, text)
                 assert message == whole, (cut, text)
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        # An envelope value that is not a call is an ordinary value (was: the rest of the chunk dropped).
+        ("generic", '{"tool_call": 5, "response": "hi"}'),
+        ("generic", '{"tool_call": [1], "tool_calls": [{"name": "f", "arguments": {}}]}'),
+        # A region that turns out not to be a call after more than 4096 characters is content, all of it
+        # (was: only its opening marker when streamed).
+        ("xlam", "[" + '{"a": 1}, ' * 600 + '{"a": 1}] tail'),
+    ],
+)
+def test_whole_equals_streamed_when_a_body_is_no_call(name: str, text: str) -> None:
+    fmt = load_format(name)
+    whole = dict(fmt.parse(text))
+    for cut, pieces in chunkings(text, random_cuts=1):
+        deltas, message = _streamed(fmt, pieces)
+        assert accumulate(deltas) == without_flags(whole), cut
+        assert message == whole, cut
+    if name == "xlam":
+        assert whole["content"] == text
+
+
 def _nested(depth: int) -> str:
     """Arguments ``{"a": {"b": [[...]]}}`` whose deepest array is ``depth`` levels down."""
     return '{"a": {"b": ' + "[" * (depth - 2) + "1" + "]" * (depth - 2) + "}}"

@@ -16,7 +16,7 @@ from typing import Any
 from turnkit.errors import LimitExceededError, UsageError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.messages import AssistantMessage
-from turnkit.parse._bodies import REJECT, Body, JsonArgsBody, ToolTypes, make_body
+from turnkit.parse._bodies import REJECT, Body, ToolTypes, make_body
 from turnkit.parse._emit import Delta, Emitter
 from turnkit.parse._json_scan import JsonDepthGauge
 from turnkit.parse._markers import MarkerScanner, MarkerSet
@@ -394,7 +394,6 @@ class StreamParser:
         self._body_opened = marker
         self._body_calls = len(self._out.calls)
         self._body_fed: list[str] | None = []
-        self._body_fed_size = 0
         if region.keep_open:
             return marker + text
         return text
@@ -405,11 +404,10 @@ class StreamParser:
         assert body is not None and region is not None
         fed = self._body_fed
         if fed is not None:
-            if len(self._out.calls) != self._body_calls or self._body_fed_size > _MAX_HEADER:
-                fed = self._body_fed = None
+            if len(self._out.calls) != self._body_calls:
+                fed = self._body_fed = None  # a call started: the body can no longer reject
             else:
                 fed.append(text)
-                self._body_fed_size += len(text)
         rest = body.feed(text)
         if rest is None:
             return ""
@@ -506,10 +504,7 @@ class StreamParser:
         elif mode == _BODY:
             body = self._body
             assert body is not None
-            if isinstance(body, JsonArgsBody) and body.state == body.ARGS_START:
-                out.end_call()
-            else:
-                body.close()
+            body.close()
         elif mode == _H_TEXT:
             if held and self._field:
                 out.text(self._field, held)
