@@ -133,3 +133,23 @@ def test_work_per_feed_is_proportional_to_new_text() -> None:
     cost(chunks[5000:-5000])
     late = cost(chunks[-5000:])
     assert late < early * 3 + 0.05
+
+
+def test_watching_the_stream_costs_only_the_new_part() -> None:
+    """Reading ``incomplete`` and ``message`` after every feed: late looks cost what early looks cost."""
+    parser = load_format("hermes").stream()
+    parser.feed('<tool_call>{"name": "f", "arguments": {"a": "')
+    chunks = ["xxxx"] * 60_000
+
+    def cost(part: list[str]) -> float:
+        started = time.perf_counter()
+        for chunk in part:
+            parser.feed(chunk)
+            assert parser.incomplete
+        return time.perf_counter() - started
+
+    early = cost(chunks[:5000])
+    cost(chunks[5000:-5000])
+    late = cost(chunks[-5000:])
+    assert late < early * 3 + 0.05
+    assert parser.message["tool_calls"][0]["function"]["arguments"] == '{"a": "' + "x" * 240_000

@@ -192,6 +192,10 @@ class Harmony:
     """Header text that, at the very start of the output, means it continues the prompt's header."""
     self_recipients: tuple[str, ...] = ()
     """Recipients that address the assistant itself: treated as no recipient."""
+    channel: str | None = None
+    """The header marker followed by the channel name (``<|channel|>``); ``None``: headers name no channel."""
+    recipient: str = "to="
+    """What introduces the recipient in a header (``to=functions.NAME``)."""
 
 
 @dataclass(frozen=True)
