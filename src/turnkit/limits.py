@@ -42,7 +42,11 @@ class Limits:
     max_schema_depth: int = 100
     """Deepest nesting of nodes in a response schema."""
     max_json_depth: int = 512
-    """Deepest nesting of arrays/objects accepted in JSON."""
+    """Deepest nesting of arrays/objects accepted in JSON. Past it, ``turnkit.structured`` streams and the
+    built-in output formats' tool-call arguments (values converted to JSON included) raise
+    ``LimitExceededError`` (code ``json_too_deep``), whole or streamed alike; ``turnkit.outputs`` reports the
+    reply as too deep and its schema checks stop there. x-regex ``parse_response`` does not apply it (its JSON
+    decoding fails with ``ParseError`` past Python's recursion limit)."""
     max_input_chars: int = 64_000_000
     """Largest input accepted by a parser or stream."""
     max_repair_chars: int = 256_000

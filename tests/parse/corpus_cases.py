@@ -95,7 +95,7 @@ def generation_prompt(template_file: str, enable_thinking: bool | None) -> str |
 def _prefix(record: dict[str, Any], fmt: str) -> str | None:
     context = record.get("context", {})
     if context.get("case_fields", {}).get("reasoning_effort") == "no_think":
-        return ""  # formats2: the vLLM test disabled thinking, so the prompt did not open a reasoning block
+        return ""  # the vLLM test disabled thinking, so the prompt did not open a reasoning block
     if context.get("vllm_reasoning_parser") == "hy_v3" and "case_fields" in context:
         # vLLM's hy_v3 parser takes reasoning_effort from the request and defaults to "no_think" (identity
         # parser) when the request sets none: a record whose recorded fields give no effort ran without thinking.
@@ -145,7 +145,7 @@ REASONING_ALIASES = {
     "mistral": "mistral_nemo",
     "nemotron_v3": "think_open",
     "minimax_m2": "minimax_m2_reasoning",
-    "minimax_m2_append_think": "minimax_m2_append_think",  # formats2: content_prefix format (vllm_reasoning.py)
+    "minimax_m2_append_think": "minimax_m2_append_think",  # a content_prefix format (vllm_reasoning.py)
     "glm45": "think",
     "ernie45": "ernie45_reasoning",
     "deepseekv3": "deepseek_v3_reasoning",
@@ -215,8 +215,8 @@ def _non_streaming_tool_test(record: dict[str, Any], source: str) -> bool:
 
 
 def cases() -> list[Case]:
-    # formats2: ``base_thinking`` is a built-in now (vllm_reasoning.py, with the tests' second end marker
-    # ``<alt:end>``); registering a test copy would shadow it.
+    # ``base_thinking`` is a built-in (vllm_reasoning.py, with the tests' second end marker ``<alt:end>``):
+    # no test copy is registered, it would shadow the built-in.
     out = []
     for source in FILES:
         for record in read_jsonl(f"model-outputs/{source}.jsonl"):

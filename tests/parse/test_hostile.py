@@ -9,6 +9,7 @@ import pytest
 
 from tests.parse.deltas import accumulate, without_flags
 from turnkit import LimitExceededError, Limits
+from turnkit.limits import DEFAULT_LIMITS
 from turnkit.parse import list_formats, load_format
 
 FORMATS = list_formats()
@@ -20,8 +21,10 @@ def _garbage(size: int, seed: int) -> str:
     return "".join(rng.choice(alphabet) for _ in range(size))
 
 
-def _stream(name: str, text: str, size: int) -> tuple[list[dict[str, object]], dict[str, object]]:
-    parser = load_format(name).stream()
+def _stream(
+    name: str, text: str, size: int, limits: Limits = DEFAULT_LIMITS
+) -> tuple[list[dict[str, object]], dict[str, object]]:
+    parser = load_format(name).stream(limits=limits)
     deltas = []
     for start in range(0, len(text), size):
         deltas.extend(parser.feed(text[start : start + size]))
@@ -48,7 +51,9 @@ def test_marker_soup_with_real_markers(name: str) -> None:
     rng = random.Random(7)
     text = "".join(rng.choice(markers + ["x", "{", '"', "\n"]) for _ in range(50_000))
     started = time.perf_counter()
-    deltas, message = _stream(name, text, 7)
+    # Random brackets nest past the default depth limit (a clean error, tested below): lifted here so the
+    # whole soup is parsed.
+    deltas, message = _stream(name, text, 7, Limits(max_json_depth=100_000))
     assert time.perf_counter() - started < 20
     assert accumulate(deltas) == without_flags(message)
 
@@ -86,18 +91,21 @@ def test_lone_surrogates_do_not_break_parsing() -> None:
 def test_deeply_nested_arguments_are_bounded(depth: int) -> None:
     text = '<tool_call>{"name": "f", "arguments": ' + "[" * depth + "]" * depth + "}}</tool_call>"
     started = time.perf_counter()
-    message = load_format("hermes").parse(text)
+    with pytest.raises(LimitExceededError, match="max_json_depth=512") as raised:
+        load_format("hermes").parse(text)
+    assert raised.value.code == "json_too_deep"
+    # With the limit lifted: too deep for JSON decoding, kept as raw text and flagged, never a RecursionError.
+    message = load_format("hermes").parse(text, limits=Limits(max_json_depth=depth))
     assert time.perf_counter() - started < 10
     call = message["tool_calls"][0]
     assert call["function"]["name"] == "f"
-    # Too deep for JSON decoding: kept as raw text and flagged, never a RecursionError.
     assert message.get("incomplete") is True or isinstance(call["function"]["arguments"], list)
 
 
 def test_gemma_deep_nesting_is_bounded() -> None:
     text = "<|tool_call>call:f{" + "{a:" * 5000 + "1" + "}" * 5000 + "}<tool_call|>"
-    message = load_format("gemma4").parse(text, limits=Limits(max_json_depth=100))
-    assert message.get("incomplete") is True
+    with pytest.raises(LimitExceededError, match="max_json_depth=100"):
+        load_format("gemma4").parse(text, limits=Limits(max_json_depth=100))
 
 
 def test_input_limit_is_a_clean_error() -> None:
@@ -125,3 +133,23 @@ def test_work_per_feed_is_proportional_to_new_text() -> None:
     cost(chunks[5000:-5000])
     late = cost(chunks[-5000:])
     assert late < early * 3 + 0.05
+
+
+def test_watching_the_stream_costs_only_the_new_part() -> None:
+    """Reading ``incomplete`` and ``message`` after every feed: late looks cost what early looks cost."""
+    parser = load_format("hermes").stream()
+    parser.feed('<tool_call>{"name": "f", "arguments": {"a": "')
+    chunks = ["xxxx"] * 60_000
+
+    def cost(part: list[str]) -> float:
+        started = time.perf_counter()
+        for chunk in part:
+            parser.feed(chunk)
+            assert parser.incomplete
+        return time.perf_counter() - started
+
+    early = cost(chunks[:5000])
+    cost(chunks[5000:-5000])
+    late = cost(chunks[-5000:])
+    assert late < early * 3 + 0.05
+    assert parser.message["tool_calls"][0]["function"]["arguments"] == '{"a": "' + "x" * 240_000

@@ -36,12 +36,13 @@ def _markers(value: Any) -> set[str]:
 
 
 _SNIPPETS = ['{"name": "f", "arguments": {"a": 1}}', '{"x": "y"}', '[{"name": "g", "arguments": {}}]', "f(a=1)",
-             '"', "{", "}", "[", "]", "\n", " ", "name", "=", ">", "<", "call:f{k:1}", "functions.f:0", "1"]
+             '"', "{", "}", "[", "]", "\n", " ", "name", "=", ">", "<", "call:f{k:1}", "functions.f:0", "1",
+             "\x00", "\x00reject", "\x01\x1f\x7f"]
 
 
 def _outputs(spec: FormatSpec) -> st.SearchStrategy[str]:
     pieces = sorted(_markers(spec)) + _SNIPPETS
-    fragment = st.one_of(st.sampled_from(pieces), st.text(alphabet="ab <>{}\"[]:,=\n\\", max_size=6))
+    fragment = st.one_of(st.sampled_from(pieces), st.text(alphabet="ab <>{}\"[]:,=\n\\\x00\x1b", max_size=6))
     return st.lists(fragment, max_size=14).map("".join)
 
 

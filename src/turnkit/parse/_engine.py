@@ -9,6 +9,8 @@ of their argument encoding. ``feed`` returns the OpenAI-style deltas that the ne
 
 from __future__ import annotations
 
+import enum
+import os
 import re
 from functools import lru_cache
 from typing import Any
@@ -16,18 +18,55 @@ from typing import Any
 from turnkit.errors import LimitExceededError, UsageError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.messages import AssistantMessage
-from turnkit.parse._bodies import REJECT, Body, JsonArgsBody, ToolTypes, make_body
-from turnkit.parse._emit import Delta, Emitter
+from turnkit.parse._bodies import REJECT, Body, ToolTypes, make_body
+from turnkit.parse._emit import CONTENT, REASONING, Delta, Emitter
+from turnkit.parse._json_scan import JsonDepthGauge
 from turnkit.parse._markers import MarkerScanner, MarkerSet
-from turnkit.parse._spec import FormatSpec, Reasoning, Section, ToolRegion
+from turnkit.parse._spec import FormatSpec, Harmony, Reasoning, Section, ToolRegion
 
 __all__ = ["StreamParser", "tool_types"]
 
-_CONTENT, _REASONING, _SECTION, _BODY, _AFTER, _HEADER, _H_TEXT, _H_ARGS, _DONE = range(9)
+
+
+class _Mode(enum.Enum):
+    """Where in the output the parser is."""
+
+    CONTENT = enum.auto()
+    REASONING = enum.auto()
+    SECTION = enum.auto()
+    """Inside a tool-call section, between its calls."""
+    BODY = enum.auto()
+    """Inside a tool region's body (its decoder reads the text)."""
+    AFTER = enum.auto()
+    """After a body that ended before its region's close marker."""
+    HEADER = enum.auto()
+    """Inside a harmony header."""
+    H_TEXT = enum.auto()
+    """Inside a harmony message read as text."""
+    H_ARGS = enum.auto()
+    """Inside a harmony message that is a call's arguments."""
+    DONE = enum.auto()
+    """After an end-of-message marker: the rest is ignored."""
+
+
+_CONTENT, _REASONING, _SECTION, _BODY, _AFTER, _HEADER, _H_TEXT, _H_ARGS, _DONE = _Mode
+
+
+class _Action(enum.Enum):
+    """What a marker met in content does."""
+
+    REASONING = enum.auto()
+    TOOL = enum.auto()
+    SECTION = enum.auto()
+    DISCARD = enum.auto()
+    END = enum.auto()
+    HEADER = enum.auto()
+    HEADER_AT_START = enum.auto()
+    """Header text that opens a header only at the very start of the output (``to=``)."""
+
+
 _MAX_HEADER = 4096
-_RECIPIENT = re.compile(r"to=(\S+?)(?=\s|<\||$)")
-_CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
-_LOOSE_BODY = re.compile(r"<\|channel\|>\s*(\w+)\s+(.*)$", re.DOTALL)
+"""Longest harmony header kept; a longer one ends the output as cut off."""
 
 
 class _Compiled:
@@ -35,29 +74,29 @@ class _Compiled:
 
     def __init__(self, spec: FormatSpec) -> None:
         self.spec = spec
-        actions: dict[str, tuple[str, Any]] = {}
+        actions: dict[str, tuple[_Action, Any]] = {}
         for reasoning in spec.reasoning:
             for marker in reasoning.starts:
-                actions.setdefault(marker, ("reasoning", reasoning))
+                actions.setdefault(marker, (_Action.REASONING, reasoning))
         for region in spec.tools:
-            actions.setdefault(region.open, ("tool", region))
+            actions.setdefault(region.open, (_Action.TOOL, region))
         for section in spec.sections:
-            actions.setdefault(section.open, ("section", section))
+            actions.setdefault(section.open, (_Action.SECTION, section))
         for marker in spec.discard:
-            actions.setdefault(marker, ("discard", None))
+            actions.setdefault(marker, (_Action.DISCARD, None))
         for marker in spec.ends:
-            actions.setdefault(marker, ("end", None))
+            actions.setdefault(marker, (_Action.END, None))
         harmony = spec.harmony
         if harmony is not None:
             for marker in harmony.header_opens:
-                actions.setdefault(marker, ("header", marker))
+                actions.setdefault(marker, (_Action.HEADER, marker))
             for marker in harmony.ends:
-                actions.setdefault(marker, ("discard", None))
+                actions.setdefault(marker, (_Action.DISCARD, None))
             for marker in harmony.header_starts:
-                actions.setdefault(marker, ("header_at_start", marker))
+                actions.setdefault(marker, (_Action.HEADER_AT_START, marker))
         self.content_actions = actions
         self.content_markers = MarkerSet(actions)
-        in_reasoning = [m for m, (kind, _t) in actions.items() if kind in ("tool", "section")]
+        in_reasoning = [m for m, (kind, _t) in actions.items() if kind is _Action.TOOL or kind is _Action.SECTION]
         if not spec.calls_in_reasoning:
             in_reasoning = []
         self.reasoning_markers = {
@@ -74,6 +113,20 @@ class _Compiled:
         if harmony is not None:
             self.header_markers = MarkerSet([harmony.message, *harmony.ends])
             self.h_text_markers = MarkerSet([*harmony.ends, *harmony.header_opens])
+            self.header_patterns = _HeaderPatterns(harmony)
+
+
+class _HeaderPatterns:
+    """Reading a harmony header (``ROLE<|channel|>CH to=R``), built from the declaration's own markers."""
+
+    def __init__(self, harmony: Harmony) -> None:
+        # A recipient ends at whitespace or where a special token starts (the markers' common prefix, "<|").
+        token_start = os.path.commonprefix([*harmony.header_opens, harmony.message, *harmony.ends])
+        stop = rf"\s|{re.escape(token_start)}|$" if token_start else r"\s|$"
+        self.recipient = re.compile(rf"{re.escape(harmony.recipient)}(\S+?)(?={stop})")
+        channel = re.escape(harmony.channel) if harmony.channel else None
+        self.channel = re.compile(rf"{channel}\s*(\w+)") if channel else None
+        self.loose_body = re.compile(rf"{channel}\s*(\w+)\s+(.*)$", re.DOTALL) if channel else None
 
 
 @lru_cache(maxsize=128)
@@ -96,6 +149,24 @@ def tool_types(tools: list[dict[str, Any]] | None) -> ToolTypes:
     return types
 
 
+class _Region:
+    """The tool region being read: a new one on every region entry."""
+
+    __slots__ = ("spec", "body", "opened", "calls_at_entry", "replay", "raw")
+
+    def __init__(self, spec: ToolRegion, body: Body, opened: str, calls_at_entry: int) -> None:
+        self.spec = spec
+        self.body: Body | None = body
+        self.opened = opened
+        """The marker that opened the region."""
+        self.calls_at_entry = calls_at_entry
+        self.replay: list[str] | None = []
+        """The text fed to the body while it may still reject it (given back as content then); ``None``
+        once a call started."""
+        self.raw: list[str] = []
+        """``whole_calls``: the region's text as written, content if the output ends inside the region."""
+
+
 class StreamParser:
     """Push parser for one model output: ``feed(text) -> deltas``, ``close() -> deltas``."""
 
@@ -113,24 +184,26 @@ class StreamParser:
         self._types = tool_types(tools)
         self._out = Emitter(strip=spec.strip, id_pattern=spec.ids)
         self._closed = False
+        self._final = False  # close(): the held tail is scanned with nothing held back
         self._size = 0
         self._mode = _CONTENT
         self._scanner = MarkerScanner(self._c.content_markers)
+        self._at_start = True  # no content text yet (``at_start`` regions and header starts)
+        # reasoning
         self._reasoning: Reasoning | None = None
-        self._reasoning_fresh = False
+        self._reasoning_fresh = False  # nothing but whitespace since the block opened
         self._held: list[str] | None = None  # raw text of a block that is reasoning only if an end follows
         self._held_reasoning: list[str] = []  # the same text as reasoning (opening markers left out)
-        self._region_raw: list[str] = []  # whole_calls: the held region's text as written
+        self._resume: Reasoning | None = None  # reasoning to return to after a call inside it
+        # tool regions
         self._section: Section | None = None
-        self._region: ToolRegion | None = None
-        self._body: Body | None = None
+        self._region: _Region | None = None
+        # harmony
         self._header = ""
-        self._field = "content"
-        self._at_start = True
-        self._final = False
-        self._resume: Reasoning | None = None
-        self._enter_initial(prefix)
+        self._field = CONTENT  # where a harmony message's text goes ("" = nowhere)
+        self._gauge: JsonDepthGauge | None = None  # depth of a harmony call's arguments
         self._prefix_pending = spec.content_prefix if spec.content_prefix_with_output else ""
+        self._enter_initial(prefix)
         if spec.content_prefix and not spec.content_prefix_with_output:  # returned by the first feed (or close)
             self._content(spec.content_prefix)
 
@@ -149,9 +222,12 @@ class StreamParser:
             self._content(self._prefix_pending)
             self._prefix_pending = ""
         if self._out.holding:
-            self._region_raw.append(text)
-        elif self._mode == _BODY and text:
-            body = self._body
+            region = self._region
+            assert region is not None
+            region.raw.append(text)
+        elif self._mode is _BODY and text:
+            region = self._region
+            body = region.body if region is not None else None
             if body is not None:
                 fast = body.fast(text)
                 if fast is not None:
@@ -175,7 +251,7 @@ class StreamParser:
     @property
     def incomplete(self) -> bool:
         """Whether the output was cut off inside a region (known for sure only after ``close``)."""
-        return bool(self.message.get("incomplete"))
+        return self._out.message_incomplete()
 
     # -- set-up ---------------------------------------------------------------------------------------
     def _enter_initial(self, prefix: str | None) -> None:
@@ -211,7 +287,7 @@ class StreamParser:
         """Reasoning text — or, while the block waits for its end marker, held back (``marker``: an opening
         marker, which is content text if the block is released as content, never reasoning text)."""
         if self._held is None:
-            self._out.text("reasoning_content", text)
+            self._out.text(REASONING, text)
             return
         self._held.append(text)
         if not marker:
@@ -223,9 +299,8 @@ class StreamParser:
         if held is None:
             return
         if as_reasoning:
-            self._out.text("reasoning_content", "".join(self._held_reasoning))
+            self._out.text(REASONING, "".join(self._held_reasoning))
         else:
-            self._out.boundary("reasoning_content")
             self._content("".join(held))
         self._held_reasoning = []
 
@@ -240,199 +315,183 @@ class StreamParser:
 
     # -- the machine ------------------------------------------------------------------------------------
     def _run(self, text: str) -> None:
-        out = self._out
         while text:
             mode = self._mode
-            if mode == _CONTENT:
+            if mode is _CONTENT:
                 before, marker, text = self._scanner.scan(text, self._final)
                 if before:
                     self._content(before)
                 if marker is None:
                     return
                 text = self._content_marker(marker, text)
-            elif mode == _REASONING:
-                before, marker, text = self._scanner.scan(text, self._final)
-                reasoning = self._reasoning
-                assert reasoning is not None
-                if before:
-                    self._reasoning_text(before)
-                    if before.strip():
-                        self._reasoning_fresh = False
-                if marker is None:
-                    return
-                if marker in reasoning.starts:
-                    if self._reasoning_fresh:
-                        if self._held is not None and not reasoning.needs_end and self._held[0] == "":
-                            # implicit_needs_end only: an opening marker at the start opens an explicit block
-                            self._release_held(as_reasoning=True)
-                        elif self._held is not None:
-                            self._reasoning_text(marker, marker=True)
-                        continue
-                    self._reasoning_text(marker)
-                    continue
-                if marker in reasoning.ends_kept:
-                    self._release_held(as_reasoning=True)
-                    out.boundary("reasoning_content")
-                    self._enter_content()
-                    self._content(marker)
-                    continue
-                if marker not in reasoning.ends and marker not in self.spec.ends:
-                    if self._held is not None:
-                        self._release_held(as_reasoning=False)
-                        self._enter_content()
-                    else:
-                        self._resume = reasoning
-                    text = self._content_marker(marker, text)
-                    continue
-                self._release_held(as_reasoning=marker in reasoning.ends)
-                out.boundary("reasoning_content")
-                if marker in self.spec.ends:
-                    self._mode = _DONE
-                    return
-                self._enter_content()
-            elif mode == _SECTION:
-                _before, marker, text = self._scanner.scan(text, self._final)
-                if marker is None:
-                    return
-                section = self._section
-                assert section is not None
-                if marker == section.close:
-                    self._enter_content()
-                    continue
-                call_region = next(c for c in section.calls if c.open == marker)
-                text = self._enter_body(call_region, marker, text)
-            elif mode == _BODY:
+            elif mode is _BODY:
                 text = self._body_feed(text)
-            elif mode == _AFTER:
-                before, marker, text = self._scanner.scan(text, self._final)
-                region = self._region
-                assert region is not None
-                if marker is None:
-                    if before.strip():
-                        held = self._scanner.flush()
-                        self._leave_region()
-                        text = before + held
-                    continue
-                if before.strip():
-                    self._leave_region()
-                    text = before + marker + text
-                    continue
-                if marker == region.close:
-                    self._leave_region()
-                else:
-                    self._mode = _BODY
-                    self._body = make_body(region.body, out, self._types, self._limits.max_json_depth, region.close)
-                    text = marker + text
-            elif mode == _HEADER:
-                before, marker, text = self._scanner.scan(text, self._final)
-                self._header += before
-                if len(self._header) > _MAX_HEADER:
-                    out.incomplete = True
-                    self._mode = _DONE
-                    return
-                if marker is None:
-                    return
-                self._route_header(marker)
-            elif mode == _H_TEXT or mode == _H_ARGS:
-                before, marker, text = self._scanner.scan(text, self._final)
-                if before:
-                    if mode == _H_ARGS:
-                        out.args(before)
-                    elif self._field:
-                        out.text(self._field, before)
-                if marker is None:
-                    return
-                self._end_harmony_message()
-                if marker in self._c.content_actions:
-                    text = self._content_marker(marker, text)
+            elif mode is _REASONING:
+                text = self._in_reasoning(text)
+            elif mode is _SECTION:
+                text = self._in_section(text)
+            elif mode is _AFTER:
+                text = self._after_body(text)
+            elif mode is _HEADER:
+                text = self._in_header(text)
+            elif mode is _H_TEXT or mode is _H_ARGS:
+                text = self._in_harmony_message(text)
             else:
                 return
+
+    def _in_reasoning(self, text: str) -> str:
+        before, marker, text = self._scanner.scan(text, self._final)
+        reasoning = self._reasoning
+        assert reasoning is not None
+        if before:
+            self._reasoning_text(before)
+            if before.strip():
+                self._reasoning_fresh = False
+        if marker is None:
+            return ""
+        if marker in reasoning.starts:
+            if self._reasoning_fresh:
+                if self._held is not None and not reasoning.needs_end and self._held[0] == "":
+                    # implicit_needs_end only: an opening marker at the start opens an explicit block
+                    self._release_held(as_reasoning=True)
+                elif self._held is not None:
+                    self._reasoning_text(marker, marker=True)
+                return text
+            self._reasoning_text(marker)
+            return text
+        if marker in reasoning.ends_kept:
+            self._release_held(as_reasoning=True)
+            self._enter_content()
+            self._content(marker)
+            return text
+        if marker not in reasoning.ends and marker not in self.spec.ends:
+            if self._held is not None:
+                self._release_held(as_reasoning=False)
+                self._enter_content()
+            else:
+                self._resume = reasoning
+            return self._content_marker(marker, text)
+        self._release_held(as_reasoning=marker in reasoning.ends)
+        if marker in self.spec.ends:
+            self._mode = _DONE
+            return ""
+        self._enter_content()
+        return text
+
+    def _in_section(self, text: str) -> str:
+        _before, marker, text = self._scanner.scan(text, self._final)
+        if marker is None:
+            return ""
+        section = self._section
+        assert section is not None
+        if marker == section.close:
+            self._enter_content()
+            return text
+        call_region = next(c for c in section.calls if c.open == marker)
+        return self._enter_body(call_region, marker, text)
+
+    def _after_body(self, text: str) -> str:
+        """After a body that ended before its region's close marker: the close marker, or another call."""
+        before, marker, text = self._scanner.scan(text, self._final)
+        region = self._region
+        assert region is not None
+        if marker is None:
+            if before.strip():
+                held = self._scanner.flush()
+                self._leave_region()
+                return before + held
+            return text
+        if before.strip():
+            self._leave_region()
+            return before + marker + text
+        if marker == region.spec.close:
+            self._leave_region()
+            return text
+        self._mode = _BODY
+        region.body = self._make_body(region.spec)
+        return marker + text
 
     def _content(self, text: str) -> None:
         if self._at_start and text.strip():
             self._at_start = False
-        self._out.text("content", text)
+        self._out.text(CONTENT, text)
 
     def _content_marker(self, marker: str, text: str) -> str:
         kind, target = self._c.content_actions[marker]
-        if kind == "reasoning":
-            self._out.boundary("content")
+        if kind is _Action.REASONING:
             self._enter_reasoning(target, held=target.needs_end, opening=marker)
-        elif kind == "tool":
+        elif kind is _Action.TOOL:
             region: ToolRegion = target
             if region.at_start and not self._at_start:
                 self._content(marker)
                 return text
-            self._out.boundary("content")
             return self._enter_body(region, marker, text)
-        elif kind == "section":
-            self._out.boundary("content")
+        elif kind is _Action.SECTION:
             self._section = target
             self._mode = _SECTION
             self._scanner = MarkerScanner(self._c.section_markers[id(target)])
-        elif kind == "end":
+        elif kind is _Action.END:
             self._mode = _DONE
-        elif kind == "header_at_start" and not self._at_start:
+        elif kind is _Action.HEADER_AT_START and not self._at_start:
             self._content(marker)
-        elif kind in ("header", "header_at_start"):
-            self._out.boundary("content")
+        elif kind is _Action.HEADER or kind is _Action.HEADER_AT_START:
             self._mode = _HEADER
             self._header = marker
             self._scanner = MarkerScanner(self._c.header_markers)
         return text
 
-    def _enter_body(self, region: ToolRegion, marker: str, text: str) -> str:
+    # -- tool regions --------------------------------------------------------------------------------
+    def _make_body(self, region: ToolRegion) -> Body:
+        return make_body(region.body, self._out, self._types, self._limits.max_json_depth, region.close)
+
+    def _enter_body(self, spec: ToolRegion, marker: str, text: str) -> str:
+        region = _Region(spec, self._make_body(spec), marker, len(self._out.calls))
         if self.spec.whole_calls and not self._out.holding:
             self._out.hold()
-            self._region_raw = [marker, text]
+            region.raw = [marker, text]
         self._region = region
         self._mode = _BODY
         self._at_start = False
-        self._body = make_body(region.body, self._out, self._types, self._limits.max_json_depth, region.close)
-        self._body_opened = marker
-        self._body_calls = len(self._out.calls)
-        self._body_fed: list[str] | None = []
-        self._body_fed_size = 0
-        if region.keep_open:
+        if spec.keep_open:
             return marker + text
         return text
 
     def _body_feed(self, text: str) -> str:
-        body = self._body
         region = self._region
-        assert body is not None and region is not None
-        fed = self._body_fed
-        if fed is not None:
-            if len(self._out.calls) != self._body_calls or self._body_fed_size > _MAX_HEADER:
-                fed = self._body_fed = None
+        assert region is not None
+        body = region.body
+        assert body is not None
+        replay = region.replay
+        if replay is not None:
+            if len(self._out.calls) != region.calls_at_entry:
+                replay = region.replay = None  # a call started: the body can no longer reject
             else:
-                fed.append(text)
-                self._body_fed_size += len(text)
+                replay.append(text)
         rest = body.feed(text)
         if rest is None:
             return ""
-        if rest == REJECT:
+        region.body = None
+        if rest is REJECT:
             # Not a tool call after all: the region's text is content (the marker is not re-scanned).
-            self._body = None
             self._return_to_container()
-            self._content(self._body_opened)
-            raw = "".join(fed or [])
-            return raw[len(self._body_opened) :] if region.keep_open else raw
-        self._body = None
-        if region.close is None:
+            self._content(region.opened)
+            raw = "".join(replay or [])
+            return raw[len(region.opened) :] if region.spec.keep_open else raw
+        if region.spec.close is None:
             self._leave_region()
         else:
             self._mode = _AFTER
-            self._scanner = MarkerScanner(self._c.close_markers[id(region)])
+            self._scanner = MarkerScanner(self._c.close_markers[id(region.spec)])
         return rest
 
     def _leave_region(self) -> None:
         self._out.release()
         region = self._region
         self._region = None
-        if region is not None and self._section is not None and region in self._section.calls:
+        section = self._section
+        if region is not None and section is not None and region.spec in section.calls:
             self._mode = _SECTION
-            self._scanner = MarkerScanner(self._c.section_markers[id(self._section)])
+            self._scanner = MarkerScanner(self._c.section_markers[id(section)])
         else:
             self._section = None
             self._enter_content()
@@ -444,86 +503,111 @@ class StreamParser:
         self._enter_content()
 
     # -- harmony -------------------------------------------------------------------------------------
+    def _in_header(self, text: str) -> str:
+        before, marker, text = self._scanner.scan(text, self._final)
+        self._header += before
+        if len(self._header) > _MAX_HEADER:
+            self._out.incomplete = True
+            self._mode = _DONE
+            return ""
+        if marker is None:
+            return ""
+        self._route_header(marker)
+        return text
+
+    def _in_harmony_message(self, text: str) -> str:
+        before, marker, text = self._scanner.scan(text, self._final)
+        if before:
+            self._harmony_text(before)
+        if marker is None:
+            return ""
+        self._end_harmony_message()
+        if marker in self._c.content_actions:
+            return self._content_marker(marker, text)
+        return text
+
+    def _harmony_text(self, text: str) -> None:
+        if self._mode is _H_ARGS:
+            assert self._gauge is not None
+            self._gauge.feed(text)
+            self._out.args(text)
+        elif self._field:
+            self._out.text(self._field, text)
+
     def _route_header(self, marker: str) -> None:
         harmony = self.spec.harmony
         assert harmony is not None
+        patterns = self._c.header_patterns
         header = self._header
         self._header = ""
         if marker != harmony.message:
-            # A header ended without <|message|> (non-strict harmony): the text after the channel is the body.
-            loose = _LOOSE_BODY.search(header)
+            # A header ended without its message marker (non-strict harmony): the text after the channel is
+            # the body.
+            loose = patterns.loose_body.search(header) if patterns.loose_body is not None else None
             if loose is not None and loose.group(2).strip():
-                field = "reasoning_content" if loose.group(1) in harmony.reasoning_channels else "content"
+                field = REASONING if loose.group(1) in harmony.reasoning_channels else CONTENT
                 self._out.text(field, loose.group(2))
             self._enter_content()
             return
-        recipients = [r for r in _RECIPIENT.findall(header) if r not in harmony.self_recipients]
+        recipients = [r for r in patterns.recipient.findall(header) if r not in harmony.self_recipients]
         recipient = recipients[-1] if recipients else None
-        channels = _CHANNEL.findall(header)
+        channels = patterns.channel.findall(header) if patterns.channel is not None else []
         channel = channels[-1] if channels else None
         self._scanner = MarkerScanner(self._c.h_text_markers)
-        if recipient is not None and recipient.startswith(harmony.recipient_prefix) and len(recipient) > len(
-            harmony.recipient_prefix
-        ):
-            name = recipient[len(harmony.recipient_prefix) :]
-            self._out.start_call(name)
+        prefix = harmony.recipient_prefix
+        if recipient is not None and recipient.startswith(prefix) and len(recipient) > len(prefix):
+            self._out.start_call(recipient[len(prefix) :])
+            self._gauge = JsonDepthGauge(max_depth=self._limits.max_json_depth)
             self._mode = _H_ARGS
             return
         self._mode = _H_TEXT
         if recipient is not None:
             self._field = ""
         elif channel is not None and channel in harmony.reasoning_channels:
-            self._field = "reasoning_content"
+            self._field = REASONING
         else:
-            self._field = "content"
+            self._field = CONTENT
 
     def _end_harmony_message(self) -> None:
-        if self._mode == _H_ARGS:
+        if self._mode is _H_ARGS:
             self._out.end_call()
-        elif self._field:
-            self._out.boundary(self._field)
         self._enter_content()
 
     # -- end -------------------------------------------------------------------------------------------
     def _finish(self) -> None:
         out = self._out
-        if self._mode != _BODY:
+        if self._mode is not _BODY:
             # Re-scan the held tail with nothing held back: a short marker there is a marker after all.
             self._final = True
             self._run(self._scanner.flush())
         mode = self._mode
         held = self._scanner.flush()
-        if mode == _CONTENT:
+        if mode is _CONTENT:
             if held:
                 self._content(held)
-        elif mode == _REASONING:
+        elif mode is _REASONING:
             if held:
                 self._reasoning_text(held)
             self._release_held(as_reasoning=False)
-        elif mode == _BODY:
-            body = self._body
-            assert body is not None
-            if isinstance(body, JsonArgsBody) and body.state == body.ARGS_START:
-                out.end_call()
-            else:
-                body.close()
-        elif mode == _H_TEXT:
-            if held and self._field:
-                out.text(self._field, held)
-        elif mode == _H_ARGS:
+        elif mode is _BODY:
+            region = self._region
+            assert region is not None and region.body is not None
+            region.body.close()
+        elif mode is _H_TEXT or mode is _H_ARGS:
             if held:
-                out.args(held)
-            out.end_call()
-        elif mode == _HEADER and (self._header + held).strip():
+                self._harmony_text(held)
+            if mode is _H_ARGS:
+                out.end_call()
+        elif mode is _HEADER and (self._header + held).strip():
             out.incomplete = True
         if out.holding:
             # whole_calls: the output ended inside a tool region — its held deltas are dropped unsent and
             # the region's text is content, as written.
+            region = self._region
+            assert region is not None
             out.drop()
             self._mode = _CONTENT
-            self._content("".join(self._region_raw))
-        out.boundary("content")
-        out.boundary("reasoning_content")
+            self._content("".join(region.raw))
 
 
 def _opens_reasoning(reasoning: Reasoning, prefix: str | None) -> bool:

@@ -3,7 +3,8 @@
 Tool-call bodies embed a JSON value and then go on (a closing marker, another call). The scanner
 tracks only nesting depth and string state, jumping over runs of ordinary characters with a regex,
 so each chunk costs time proportional to its length. Validation is left to ``json.loads`` once the
-value is complete.
+value is complete. Nesting deeper than ``Limits.max_json_depth`` raises :func:`too_deep`'s error the
+moment the opening bracket arrives, so a whole parse and any chunking of it fail alike.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import json
 import re
 from typing import Any
 
-__all__ = ["JsonValueScanner", "json_text"]
+from turnkit.errors import LimitExceededError, snippet_around
+
+__all__ = ["JsonDepthGauge", "JsonValueScanner", "json_text", "too_deep"]
 
 _STRING_STOP = re.compile(r'["\\]')
 _NEST_STOP = re.compile(r'["{}\[\]]')
@@ -22,16 +25,15 @@ _SCALAR = re.compile(r"[^\s,\]}\)<]*")
 class JsonValueScanner:
     """Incremental end-of-value detection for one JSON value (leading whitespace already skipped)."""
 
-    __slots__ = ("depth", "in_string", "escape", "started", "scalar", "max_depth", "too_deep")
+    __slots__ = ("depth", "in_string", "escape", "started", "scalar", "max_depth")
 
-    def __init__(self, *, max_depth: int = 512) -> None:
+    def __init__(self, *, max_depth: int) -> None:
         self.depth = 0
         self.in_string = False
         self.escape = False
         self.started = False
         self.scalar = False
         self.max_depth = max_depth
-        self.too_deep = False
 
     def feed(self, text: str) -> int:
         """Index in ``text`` just past the end of the value, or ``-1`` if it continues."""
@@ -82,13 +84,67 @@ class JsonValueScanner:
             elif char in "{[":
                 self.depth += 1
                 if self.depth > self.max_depth:
-                    self.too_deep = True
+                    raise too_deep(self.max_depth, text, pos - 1)
             else:
                 self.depth -= 1
                 if self.depth == 0:
                     return pos
         return -1
 
+
+class JsonDepthGauge:
+    """Nesting depth over a run of JSON text whose end is found elsewhere (harmony arguments end at a marker).
+
+    Strings are skipped; brackets closing more than were opened are ignored. Raises :func:`too_deep`'s
+    error when the text nests deeper than ``max_depth``.
+    """
+
+    __slots__ = ("depth", "in_string", "escape", "max_depth")
+
+    def __init__(self, *, max_depth: int) -> None:
+        self.depth = 0
+        self.in_string = False
+        self.escape = False
+        self.max_depth = max_depth
+
+    def feed(self, text: str) -> None:
+        pos, end = 0, len(text)
+        while pos < end:
+            if self.escape:
+                self.escape = False
+                pos += 1
+            elif self.in_string:
+                found = _STRING_STOP.search(text, pos)
+                if found is None:
+                    return
+                pos = found.end()
+                if found.group() == "\\":
+                    self.escape = True
+                else:
+                    self.in_string = False
+            else:
+                found = _NEST_STOP.search(text, pos)
+                if found is None:
+                    return
+                pos = found.end()
+                char = found.group()
+                if char == '"':
+                    self.in_string = True
+                elif char in "{[":
+                    self.depth += 1
+                    if self.depth > self.max_depth:
+                        raise too_deep(self.max_depth, text, pos - 1)
+                elif self.depth:
+                    self.depth -= 1
+
+
+def too_deep(max_depth: int, text: str, pos: int) -> LimitExceededError:
+    """The error for tool-call arguments nested deeper than ``max_depth`` (the bracket at ``text[pos]``)."""
+    return LimitExceededError(
+        f"tool-call arguments nest deeper than max_json_depth={max_depth}",
+        code="json_too_deep",
+        snippet=snippet_around(text, pos),
+    )
 
 
 def json_text(value: Any) -> str:

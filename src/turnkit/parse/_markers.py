@@ -88,7 +88,7 @@ class MarkerScanner:
         return buffer, None, ""
 
     def flush(self) -> str:
-        """End of input: the held tail was not a marker after all (a complete short marker is handled
-        by :meth:`finish`)."""
+        """Hand back the held tail and hold nothing. At the end of input the caller scans it again with
+        ``final=True``, which finds a complete marker held only because it starts a longer one."""
         held, self.held = self.held, ""
         return held

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 __all__ = [
+    "BodySpec",
     "FormatSpec",
     "Harmony",
     "JsonArgs",
@@ -144,6 +145,10 @@ class KeyedDict:
     quote: str
 
 
+BodySpec = JsonCalls | JsonArgs | XmlParams | Pythonic | KeyedDict
+"""The argument encodings a tool region's body may be declared in (one decoder each in ``_bodies/``)."""
+
+
 @dataclass(frozen=True)
 class ToolRegion:
     """A tool-call region: ``open`` marker, a body in one argument encoding, optional ``close`` marker.
@@ -153,7 +158,7 @@ class ToolRegion:
     """
 
     open: str
-    body: JsonCalls | JsonArgs | XmlParams | Pythonic | KeyedDict
+    body: BodySpec
     close: str | None = None
     keep_open: bool = False
     at_start: bool = False
@@ -187,6 +192,10 @@ class Harmony:
     """Header text that, at the very start of the output, means it continues the prompt's header."""
     self_recipients: tuple[str, ...] = ()
     """Recipients that address the assistant itself: treated as no recipient."""
+    channel: str | None = None
+    """The header marker followed by the channel name (``<|channel|>``); ``None``: headers name no channel."""
+    recipient: str = "to="
+    """What introduces the recipient in a header (``to=functions.NAME``)."""
 
 
 @dataclass(frozen=True)

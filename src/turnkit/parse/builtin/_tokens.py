@@ -29,7 +29,6 @@ TOOL_CALLS_TAG = "<tool_calls>"
 TOOL_CALLS_TAG_END = "</tool_calls>"
 RESPONSE = "<response>"
 RESPONSE_END = "</response>"
-# -- added by the second formats engineer (vLLM-only formats) --
 TOOL_SEP = "<tool_sep>"
 ARG_KEY = "<arg_key>"
 ARG_KEY_END = "</arg_key>"

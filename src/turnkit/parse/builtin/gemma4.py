@@ -21,7 +21,7 @@ FORMATS = (
     FormatSpec(
         name="gemma4_reasoning",
         description="Gemma 4, vLLM's reasoning parser: <|channel>[thought]...<channel|>; a stray end marker dropped",
-        # formats2: the streaming reading of vLLM's parser (16/20 vLLM records vs 13 when open by default):
+        # The streaming reading of vLLM's parser (it matches 16 of the 20 vLLM records, 13 when open by default):
         # reasoning only inside the channel, the "thought\n" label dropped, whitespace kept around the block.
         reasoning=(
             Reasoning(starts=(GEMMA_CHANNEL + "thought\n", *GEMMA_THOUGHT.starts), ends=GEMMA_THOUGHT.ends),

@@ -1,0 +1,128 @@
+"""What every argument-encoding decoder shares: the :class:`Body` interface, the rejection sentinel, and
+turning a raw parameter text into a typed JSON value."""
+
+from __future__ import annotations
+
+import ast
+import enum
+import json
+from typing import Any
+
+from turnkit.parse._emit import Delta, Emitter
+from turnkit.parse._json_scan import JsonDepthGauge
+from turnkit.parse._spec import BodySpec
+
+__all__ = [
+    "FENCE",
+    "MAX_NAME",
+    "REJECT",
+    "WS",
+    "Body",
+    "Fed",
+    "Reject",
+    "ToolTypes",
+    "after_fence",
+    "check_depth",
+    "param_type",
+    "typed_value",
+]
+
+ToolTypes = dict[str, dict[str, Any]]
+"""Tool name -> parameter name -> JSON schema of that parameter."""
+
+
+class Reject(enum.Enum):
+    """The type of :data:`REJECT` (one member, compared with ``is``)."""
+
+    REJECT = "reject"
+
+
+REJECT = Reject.REJECT
+"""Returned by ``feed`` when the body is not in the decoder's encoding: an object no model output can spell."""
+
+Fed = str | None | Reject
+"""What ``feed`` returns: ``None`` (the body continues), the unconsumed rest (it ended), or :data:`REJECT`."""
+
+MAX_NAME = 512
+"""Longest function name, parameter key or header a decoder collects before it decides the text is no call."""
+
+WS = " \t\r\n"
+
+
+class Body:
+    """One tool-call body being decoded: pushed text with :meth:`feed`, ended with :meth:`close`.
+
+    A decoder that sees the body is not in its encoding returns :data:`REJECT` before emitting anything;
+    the engine then treats the region's text as content. Calls are emitted through the shared ``Emitter``
+    as they become known: the name first, then JSON argument text fragments.
+    """
+
+    def __init__(
+        self, spec: BodySpec, emitter: Emitter, types: ToolTypes, max_depth: int, region_close: str | None
+    ) -> None:
+        self.out = emitter
+        self.types = types
+        self.max_depth = max_depth
+
+    def feed(self, text: str) -> Fed:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def fast(self, text: str) -> list[Delta] | None:
+        """The deltas for ``text`` in one step when it cannot change the decoder's state (the hot streaming
+        path), else ``None`` and the text goes through :meth:`feed`."""
+        return None
+
+    def close(self) -> None:
+        """End of input inside the body: whatever was open stays open (the message is incomplete)."""
+        self.out.incomplete = True
+
+
+FENCE = "```"
+
+
+def after_fence(tail: str) -> Fed:
+    """After a fenced value: the text past the closing fence, ``None`` while ``tail`` may still become one,
+    or the text as it is (leading whitespace dropped) when no fence closes the value."""
+    stripped = tail.lstrip(WS)
+    if stripped.startswith(FENCE):
+        return stripped[len(FENCE) :]
+    if FENCE.startswith(stripped):
+        return None
+    return stripped
+
+
+def check_depth(raw: str, max_depth: int) -> None:
+    """Raise the depth-limit error if the complete JSON-ish text ``raw`` nests deeper than ``max_depth``."""
+    JsonDepthGauge(max_depth=max_depth).feed(raw)
+
+
+def param_type(types: ToolTypes, function: str, param: str) -> str:
+    """The JSON type the tool schema declares for a parameter (``""`` when unknown or ambiguous)."""
+    schema = types.get(function, {}).get(param)
+    if not isinstance(schema, dict):
+        return ""
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        kind = kinds[0] if len(kinds) == 1 else ""
+    if kind is None and ("enum" in schema or "const" in schema):
+        values = schema.get("enum", [schema.get("const")])
+        kind = "string" if all(isinstance(v, str) for v in values) else ""
+    return kind if isinstance(kind, str) else ""
+
+
+def typed_value(raw: str, kind: str) -> Any:
+    """A raw parameter text as a JSON value: strings stay text; other types parse when they can."""
+    if kind == "string":
+        return raw
+    stripped = raw.strip()
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        if kind in ("integer", "number", "boolean", "object", "array", "null", "json"):
+            try:
+                return ast.literal_eval(stripped)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                return raw
+        return raw
+    return value

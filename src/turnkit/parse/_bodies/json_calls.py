@@ -1,0 +1,483 @@
+"""``JsonCalls``: a JSON call object ``{"name": ..., "arguments": {...}}`` or a list of them.
+
+A depth-1 walk over the object's members: the name, id and content members are collected and decoded,
+the arguments value is streamed raw as it arrives (its end found by :class:`JsonValueScanner`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import re
+
+from turnkit.parse._bodies.base import MAX_NAME, REJECT, WS, Body, Fed, ToolTypes, after_fence, check_depth
+from turnkit.parse._bodies.json_args import JsonArgsBody
+from turnkit.parse._emit import Delta, Emitter
+from turnkit.parse._json_scan import JsonValueScanner, json_text
+from turnkit.parse._spec import JsonCalls
+
+__all__ = ["JsonCallsBody"]
+
+
+class _State(enum.Enum):
+    START = enum.auto()
+    """Before the value: whitespace, an opening fence or wrapping tag, then ``{`` or ``[``."""
+    FENCE = enum.auto()
+    """Inside the opening fence's info line."""
+    WRAP_OPEN = enum.auto()
+    """Reading a wrapping tag ``<tag>``."""
+    OBJ = enum.auto()
+    """Inside a call object, before a member (or ``}``)."""
+    KEY = enum.auto()
+    """Inside a member's key."""
+    COLON = enum.auto()
+    """After a member's key."""
+    VALUE = enum.auto()
+    """Inside a member's value."""
+    AFTER = enum.auto()
+    """After a member's value: ``,`` or ``}``."""
+    LIST_NEXT = enum.auto()
+    """In a list of calls, between objects: ``{``, ``,`` or ``]``."""
+    REPEAT = enum.auto()
+    """After an object, when further objects may follow (``JsonCalls.repeat``)."""
+    FENCE_TAIL = enum.auto()
+    """After a fenced value: the closing fence."""
+    WRAP_CLOSE = enum.auto()
+    """After a wrapped value: the closing ``</tag>``."""
+    DONE = enum.auto()
+    """The value ended; the rest is not the body's."""
+
+
+_START, _FENCE, _WRAP_OPEN, _OBJ, _KEY, _COLON, _VALUE, _AFTER, _LIST_NEXT, _REPEAT, _FENCE_TAIL, _WRAP_CLOSE, _DONE = (
+    _State
+)
+
+
+class _Role(enum.Enum):
+    """What a member's value is to the call."""
+
+    NAME = enum.auto()
+    ARGS = enum.auto()
+    ID = enum.auto()
+    CONTENT = enum.auto()
+    """A string that is the message content (``{"response": "..."}``)."""
+    ENVELOPE = enum.auto()
+    """A call or a list of calls (``{"tool_calls": [...]}``), decoded by a nested walker."""
+    SKIP = enum.auto()
+
+
+_NAME, _ARGS, _ID, _CONTENT, _ENVELOPE, _SKIP = _Role
+
+_JSON_SPECIAL = re.compile(r'["\\{}\[\]]')
+_MAX_FENCE_LINE = 64
+_MAX_WRAP_TAG = 32
+
+
+class _End:
+    """What a step method returns to end the current ``feed`` with ``value``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Fed) -> None:
+        self.value = value
+
+
+class JsonCallsBody(Body):
+    """``{"name": ..., "arguments": {...}}`` or ``[{...}, ...]``: a depth-1 walk, argument values streamed raw."""
+
+    def __init__(
+        self, spec: JsonCalls, emitter: Emitter, types: ToolTypes, max_depth: int, region_close: str | None = None
+    ) -> None:
+        super().__init__(spec, emitter, types, max_depth, region_close)
+        self.spec = spec
+        self.state = _START
+        self.listed = False
+        self.scanner: JsonValueScanner | None = None
+        self.key_raw = ""
+        self.role = _SKIP
+        self.value_parts: list[str] = []
+        self.inner: JsonCallsBody | None = None
+        self.inner_fed: list[str] = []  # the envelope value's text, replayed as a plain value if it is no call
+        self.produced = False
+        self.wrapped = ""
+        self.fenced = False
+        self.opening = ""  # leading whitespace and the fence line, bounded by _MAX_FENCE_LINE
+        self.tail = ""
+        self.delegate: JsonArgsBody | None = None
+        self.name: str | None = None
+        self.call_id: str | None = None
+        self.started = False
+        self.pending_args: str | None = None
+        self.string_args = False
+
+    def _reset_object(self) -> None:
+        self.name = None
+        self.call_id = None
+        self.started = False
+        self.pending_args = None
+        self.string_args = False
+
+    # -- the walk ------------------------------------------------------------------------------------
+    def feed(self, text: str) -> Fed:
+        if self.delegate is not None:
+            return self.delegate.feed(text)
+        pos, end = 0, len(text)
+        while pos < end:
+            state = self.state
+            step: int | _End
+            if state is _VALUE:
+                step = self._value(text, pos)
+            elif state is _KEY:
+                step = self._key(text, pos)
+            elif state is _DONE:
+                return text[pos:]
+            elif state is _FENCE_TAIL or state is _WRAP_CLOSE or state is _WRAP_OPEN:
+                step = self._edge(text, pos)
+            else:
+                char = text[pos]
+                if char in WS and state is not _FENCE:
+                    if state is _START:
+                        self.opening += char
+                    pos += 1
+                    continue
+                if state is _START or state is _FENCE:
+                    step = self._opening(text, pos, char)
+                elif state is _LIST_NEXT or state is _REPEAT:
+                    step = self._between_objects(text, pos, char)
+                else:
+                    step = self._members(text, pos, char)
+            if isinstance(step, _End):
+                return step.value
+            pos = step
+        return None
+
+    def _opening(self, text: str, pos: int, char: str) -> int | _End:
+        """START and FENCE: what the value is (an object, a list, fenced, wrapped, or a ``NAME{args}`` call)."""
+        spec = self.spec
+        if self.state is _FENCE:
+            newline = text.find("\n", pos)
+            self.opening += text[pos : len(text) if newline < 0 else newline + 1]
+            if len(self.opening) > _MAX_FENCE_LINE:
+                return _End(REJECT)
+            if newline < 0:
+                return _End(None)
+            self.state = _START
+            self.fenced = True
+            return newline + 1
+        if spec.fence and char == "`":
+            self.state = _FENCE
+            return pos
+        if char == "[":
+            self.listed = True
+            self.state = _LIST_NEXT
+            return pos + 1
+        if char == "{":
+            self.state = _OBJ
+            return pos + 1
+        if char == "<" and spec.wrap_tags and not self.wrapped:
+            self.state = _WRAP_OPEN
+            self.tail = ""
+            return pos
+        if spec.or_named is not None and not self.out.in_call:
+            self.delegate = JsonArgsBody(spec.or_named, self.out, self.types, self.max_depth)
+            return _End(self.delegate.feed(text[pos:]))
+        return _End(REJECT)
+
+    def _edge(self, text: str, pos: int) -> int | _End:
+        """WRAP_OPEN, WRAP_CLOSE and FENCE_TAIL: the tag or fence around the value."""
+        state = self.state
+        if state is _WRAP_OPEN:
+            close = text.find(">", pos)
+            self.tail += text[pos:] if close < 0 else text[pos : close + 1]
+            if close < 0:
+                return _End(None if len(self.tail) <= _MAX_WRAP_TAG else REJECT)
+            tag = self.tail[1:-1].strip()
+            if tag not in self.spec.wrap_tags:
+                return _End(REJECT)
+            self.wrapped, self.tail = tag, ""
+            self.state = _START
+            return close + 1
+        self.tail += text[pos:]
+        if state is _FENCE_TAIL:
+            return _End(after_fence(self.tail))
+        stripped = self.tail.lstrip(WS)
+        closing = f"</{self.wrapped}>"
+        if stripped.startswith(closing):
+            self.wrapped = ""
+            return _End(self._done(stripped[len(closing) :]))
+        if closing.startswith(stripped):
+            return _End(None)
+        self.wrapped = ""
+        return _End(self._done(stripped))
+
+    def _members(self, text: str, pos: int, char: str) -> int | _End:
+        """OBJ, COLON and AFTER: the punctuation between an object's members."""
+        state = self.state
+        if state is _OBJ:
+            if char == "}":
+                return self._object_done(text, pos + 1)
+            if char == ",":
+                return pos + 1
+            if char == '"':
+                self.scanner = JsonValueScanner(max_depth=self.max_depth)
+                self.key_raw = ""
+                self.state = _KEY
+                return pos
+            return _End(self._give_up(text[pos:]))
+        if state is _COLON:
+            if char != ":":
+                return _End(self._give_up(text[pos:]))
+            self.state = _VALUE
+            self.scanner = None
+            return pos + 1
+        if char == ",":
+            self.state = _OBJ
+            return pos + 1
+        if char == "}":
+            return self._object_done(text, pos + 1)
+        return _End(self._give_up(text[pos:]))
+
+    def _between_objects(self, text: str, pos: int, char: str) -> int | _End:
+        """LIST_NEXT and REPEAT: between the call objects of a list, or of objects written one after another."""
+        if char == "{":
+            self.state = _OBJ
+            if self.listed:
+                self._reset_object()
+            return pos + 1
+        if self.state is _REPEAT:
+            return _End(text[pos:])
+        if char == ",":
+            return pos + 1
+        if char == "]":
+            return _End(self._done(text[pos + 1 :]))
+        return _End(self._give_up(text[pos:]))
+
+    def _object_done(self, text: str, pos: int) -> int | _End:
+        self._finish_object()
+        if self.state is _DONE:
+            return _End(self._done(text[pos:]))
+        return pos
+
+    def _key(self, text: str, pos: int) -> int | _End:
+        assert self.scanner is not None
+        stop = self.scanner.feed(text[pos:])
+        if stop < 0:
+            self.key_raw += text[pos:]
+            if len(self.key_raw) > MAX_NAME:
+                return _End(self._give_up(""))
+            return _End(None)
+        self.key_raw += text[pos : pos + stop]
+        try:
+            key = json.loads(self.key_raw)
+        except ValueError:
+            key = self.key_raw
+        self.role = self._role(str(key))
+        self.state = _COLON
+        return pos + stop
+
+    def _role(self, key: str) -> _Role:
+        spec = self.spec
+        if key in spec.envelope_keys:
+            return _ENVELOPE
+        if key in spec.content_keys:
+            return _CONTENT
+        if spec.name_is_key:
+            if not key.strip():
+                return _SKIP
+            self.name = key
+            return _ARGS
+        if key in spec.name_keys:
+            return _NAME
+        if key in spec.args_keys:
+            return _ARGS
+        if key in spec.id_keys:
+            return _ID
+        return _SKIP
+
+    # -- member values -------------------------------------------------------------------------------
+    def fast(self, text: str) -> list[Delta] | None:
+        scanner = self.scanner
+        if (
+            self.state is _VALUE
+            and scanner is not None
+            and self.started
+            and self.role is _ARGS
+            and not self.string_args
+            and not scanner.escape
+            and not scanner.scalar
+            and _JSON_SPECIAL.search(text) is None
+        ):
+            return self.out.args_delta(text)
+        return None
+
+    def _value(self, text: str, pos: int) -> int | _End:
+        end = len(text)
+        role = self.role
+        if role is _ENVELOPE:
+            return self._envelope_value(text, pos)
+        if self.scanner is None:
+            while pos < end and text[pos] in WS:
+                pos += 1
+            if pos == end:
+                return pos
+            self.scanner = JsonValueScanner(max_depth=self.max_depth)
+            self.value_parts = []
+            if role is _ARGS:
+                self.string_args = text[pos] == '"'
+                if self.name is not None and not self.started and not self.string_args and not self.spec.defer:
+                    self._start()
+        stop = self.scanner.feed(text[pos:])
+        piece = text[pos:] if stop < 0 else text[pos : pos + stop]
+        if role is _ARGS and self.started and not self.string_args:
+            self.out.args(piece)
+        elif role is not _SKIP:
+            self.value_parts.append(piece)
+        if stop < 0:
+            return end
+        self._value_done()
+        self.state = _AFTER
+        return pos + stop
+
+    def _envelope_value(self, text: str, pos: int) -> int | _End:
+        """The value of an envelope key is itself a call or a list of calls: a nested walker decodes it. If it
+        is not one, its text is read again as a plain value, so the result does not depend on the chunking."""
+        if self.inner is None:
+            inner_spec = dataclasses.replace(self.spec, envelope_keys=(), content_keys=())
+            self.inner = JsonCallsBody(inner_spec, self.out, self.types, self.max_depth)
+            self.inner_fed = []
+        piece = text[pos:]
+        if not self.inner.produced:
+            self.inner_fed.append(piece)
+        rest = self.inner.feed(piece)
+        if rest is None:
+            return len(text)
+        produced = self.inner.produced
+        self.produced = self.produced or produced
+        self.inner = None
+        fed, self.inner_fed = self.inner_fed, []
+        if rest is REJECT:
+            self.role = _SKIP
+            self.state = _VALUE
+            return _End(self.feed("".join(fed)))
+        self.state = _AFTER
+        return _End(self.feed(rest))
+
+    def _value_done(self) -> None:
+        raw = "".join(self.value_parts)
+        role = self.role
+        if role is _CONTENT:
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                value = raw
+            if isinstance(value, str):
+                self.out.text("content", value)
+                self.produced = True
+        elif role is _NAME:
+            try:
+                name = json.loads(raw)
+            except ValueError:
+                name = raw.strip('"')
+            self.name = str(name) if isinstance(name, str) and name.strip() else None
+            if (
+                self.name is not None
+                and not self.spec.defer
+                and not self.spec.require_args
+                and not self.started
+                and self.pending_args is None
+            ):
+                self._start()  # the name is known: announce the call before its arguments arrive
+        elif role is _ID:
+            try:
+                self.call_id = str(json.loads(raw))
+            except ValueError:
+                self.call_id = raw
+        elif role is _ARGS:
+            if self.string_args:
+                try:
+                    inner = json.loads(raw)
+                except ValueError:
+                    inner = raw
+                if isinstance(inner, str):
+                    check_depth(inner, self.max_depth)  # JSON arguments inside a JSON string
+                self.pending_args = inner if isinstance(inner, str) else json_text(inner)
+            elif not self.started:
+                self.pending_args = raw
+
+    # -- calls ---------------------------------------------------------------------------------------
+    def _start(self) -> None:
+        assert self.name is not None
+        self.out.start_call(self.name, self.call_id)
+        self.started = True
+        self.produced = True
+
+    def _finish_object(self) -> None:
+        if self.spec.require_args and not self.started and self.pending_args is None:
+            self.name = None  # no arguments: not a call
+        if self.name is not None:
+            if not self.started:
+                self._start()
+            if self.pending_args is not None:
+                self.out.args(self.pending_args)
+            self.out.end_call()
+        self._reset_object()
+        if self.listed:
+            self.state = _LIST_NEXT
+        elif self.spec.repeat:
+            self.state = _REPEAT
+        else:
+            self.state = _DONE
+
+    def _done(self, rest: str) -> Fed:
+        if not self.produced:
+            # An ordinary JSON value, not a call, envelope or call list (``[{"a": 1}]`` in xLAM output): the
+            # engine gives the region back as content.
+            return REJECT
+        if self.wrapped:
+            self.state = _WRAP_CLOSE
+            self.tail = ""
+            return self.feed(rest)
+        if self.fenced:
+            self.state = _FENCE_TAIL
+            self.tail = ""
+            return self.feed(rest)
+        return rest
+
+    def _give_up(self, rest: str) -> Fed:
+        """Not the expected shape after all: close what is open, hand the rest back as text."""
+        if self.started:
+            self.out.incomplete = True
+            self.out.end_call()
+        elif self.state is _START or self.state is _FENCE or not self.produced:
+            # Nothing was emitted yet (``[see docs]``, ``[1, 2]``): the region's text is content, not lost.
+            return REJECT
+        return rest
+
+    def close(self) -> None:
+        if self.delegate is not None:
+            self.delegate.close()
+            return
+        if self.inner is not None:
+            self.inner.close()
+            self.out.incomplete = True
+            return
+        state = self.state
+        if (
+            state is _START
+            or state is _FENCE
+            or state is _DONE
+            or state is _FENCE_TAIL
+            or state is _REPEAT
+            or state is _WRAP_OPEN
+            or state is _WRAP_CLOSE
+        ):
+            return
+        if state is not _LIST_NEXT or self.started:
+            self.out.incomplete = True
+        if self.name is not None and not self.started:
+            self._start()
+            if self.role is _ARGS and self.value_parts:
+                self.out.args("".join(self.value_parts))
+        if state is _LIST_NEXT and self.listed:
+            self.out.incomplete = True

@@ -1,0 +1,259 @@
+"""``XmlParams``: a function with XML-style parameters whose raw text values are typed by the tool schema.
+
+Each parameter becomes JSON text as it completes; string values stream as they arrive.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from functools import lru_cache
+
+from turnkit.parse._bodies.base import (
+    MAX_NAME,
+    REJECT,
+    Body,
+    Fed,
+    ToolTypes,
+    check_depth,
+    param_type,
+    typed_value,
+)
+from turnkit.parse._emit import Delta, Emitter
+from turnkit.parse._json_scan import json_text
+from turnkit.parse._markers import MarkerScanner, MarkerSet
+from turnkit.parse._spec import XmlParams
+
+__all__ = ["XmlParamsBody"]
+
+
+class _State(enum.Enum):
+    AWAIT = enum.auto()
+    """Before a function: its opening marker (``function_open``)."""
+    NAME = enum.auto()
+    """Reading the function name."""
+    PARAMS = enum.auto()
+    """Between parameters: the next one opens, or the function closes."""
+    KEY = enum.auto()
+    """Reading a parameter key, up to a marker that declares its value type."""
+    VALUE_OPEN = enum.auto()
+    """Before the value's own opening marker (``value_open``)."""
+    VALUE = enum.auto()
+    """Inside a raw value."""
+
+
+_AWAIT, _NAME, _PARAMS, _KEY, _VALUE_OPEN, _VALUE = _State
+
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\u2028\u2029]')
+
+
+@lru_cache(maxsize=256)
+def _xml_sets(spec: XmlParams, region_close: str | None) -> tuple[MarkerSet, ...]:
+    closers = [region_close] if region_close else []
+    fclose = [spec.function_close] if spec.function_close else []
+    return (
+        MarkerSet([m for m in [spec.function_open] if m] + closers),
+        MarkerSet(list(spec.name_ends) + [spec.param_open] + closers),
+        MarkerSet([spec.param_open] + fclose + closers),
+        MarkerSet([marker for marker, _kind in spec.key_ends]),
+        MarkerSet([spec.value_open] if spec.value_open else []),
+        MarkerSet([spec.param_close] + fclose + closers),
+    )
+
+
+class XmlParamsBody(Body):
+    """XML-style parameters, converted to JSON text as each parameter completes (strings stream)."""
+
+    def __init__(
+        self, spec: XmlParams, emitter: Emitter, types: ToolTypes, max_depth: int, region_close: str | None
+    ) -> None:
+        super().__init__(spec, emitter, types, max_depth, region_close)
+        self.spec = spec
+        self.region_close = region_close
+        sets = _xml_sets(spec, region_close)
+        self.await_scan = MarkerScanner(sets[0])
+        self.name_scan = MarkerScanner(sets[1])
+        self.params_scan = MarkerScanner(sets[2])
+        self.key_types = dict(spec.key_ends)
+        self.key_scan = MarkerScanner(sets[3])
+        self.vopen_scan = MarkerScanner(sets[4])
+        self.value_scan = MarkerScanner(sets[5])
+        self.state = _AWAIT if spec.function_open else _NAME
+        self.text_buf = ""
+        self.function = ""
+        self.kind = ""
+        self.count = 0
+        self.value_started = False
+        self.held_newline = ""
+        self.value_parts: list[str] = []
+
+    def feed(self, text: str) -> Fed:
+        spec = self.spec
+        while text:
+            state = self.state
+            if state is _AWAIT:
+                before, marker, text = self.await_scan.scan(text)
+                if before.strip() and not self.out.calls:
+                    return REJECT
+                if marker is None:
+                    return None
+                if marker == self.region_close:
+                    return marker + text
+                self.state = _NAME
+                self.text_buf = ""
+            elif state is _NAME:
+                before, marker, text = self.name_scan.scan(text)
+                self.text_buf += before
+                if len(self.text_buf) > MAX_NAME:
+                    return REJECT
+                if marker is None:
+                    return None
+                name = self.text_buf.strip()
+                if not name:
+                    if marker in spec.name_ends:
+                        continue
+                    return REJECT
+                self.function = name
+                self.out.start_call(name)
+                self.out.args("{")
+                self.count = 0
+                self.state = _PARAMS
+                if marker not in spec.name_ends:
+                    text = marker + text
+            elif state is _PARAMS:
+                _before, marker, text = self.params_scan.scan(text)
+                if marker is None:
+                    return None
+                if marker == spec.param_open:
+                    self.state = _KEY
+                    self.text_buf = ""
+                    continue
+                self.out.args("}")
+                self.out.end_call()
+                if marker == self.region_close:
+                    return marker + text
+                self.state = _AWAIT if spec.function_open else _NAME
+                self.text_buf = ""
+                if not spec.function_open:
+                    return text
+            elif state is _KEY:
+                before, marker, text = self.key_scan.scan(text)
+                self.text_buf += before
+                if len(self.text_buf) > MAX_NAME:
+                    self.out.incomplete = True
+                    self.state = _PARAMS
+                    continue
+                if marker is None:
+                    return None
+                key = self.text_buf.strip().strip('"')
+                declared = self.key_types[marker]
+                self.kind = declared or param_type(self.types, self.function, key)
+                if declared == "json" and self.kind != "string":
+                    self.kind = "json"
+                sep = ", " if self.count else ""
+                self.count += 1
+                self.out.args(f"{sep}{json_text(key)}: ")
+                self.text_buf = ""
+                self.value_started = False
+                self.held_newline = ""
+                self.state = _VALUE_OPEN if spec.value_open else _VALUE
+            elif state is _VALUE_OPEN:
+                _before, marker, text = self.vopen_scan.scan(text)
+                if marker is None:
+                    return None
+                self.state = _VALUE
+            elif state is _VALUE:
+                before, marker, text = self.value_scan.scan(text)
+                self._value_text(before)
+                if marker is None:
+                    return None
+                self._value_end()
+                if marker == spec.param_close:
+                    self.state = _PARAMS
+                else:
+                    text = marker + text
+                    self.state = _PARAMS
+        return None
+
+    def fast(self, text: str) -> list[Delta] | None:
+        # Every built-in value-ending marker starts with "<": text without one cannot end the value.
+        if self.state is not _VALUE or self.value_scan.held or "<" in text:
+            return None
+        if self.kind != "string":
+            self.value_parts.append(text)
+            return []
+        if self.spec.trim == "space" and self.value_started and _NEEDS_ESCAPE.search(text) is None:
+            core = text.rstrip()
+            if not core:
+                return None
+            held, self.held_newline = self.held_newline, text[len(core) :]
+            if held:
+                core = (json.dumps(held)[1:-1] if _NEEDS_ESCAPE.search(held) else held) + core
+            return self.out.args_delta(core)
+        return None
+
+    def _value_text(self, text: str) -> None:
+        if not text:
+            return
+        if self.kind != "string":
+            self.value_parts.append(text)
+            return
+        if self.spec.trim == "newline":
+            if not self.value_started:
+                self.out.args('"')
+                self.value_started = True
+                if text.startswith("\n"):
+                    text = text[1:]
+            text, self.held_newline = self.held_newline + text, ""
+            if text.endswith("\n"):
+                text, self.held_newline = text[:-1], "\n"
+            if text:
+                self.out.args(json.dumps(text, ensure_ascii=False)[1:-1])
+            return
+        if not self.value_started:
+            text = text.lstrip()
+            if not text:
+                return
+            self.out.args('"')
+            self.value_started = True
+        core = text.rstrip()
+        if not core:
+            self.held_newline += text
+            return
+        text, self.held_newline = self.held_newline + core, text[len(core) :]
+        self.out.args(json.dumps(text, ensure_ascii=False)[1:-1])
+
+    def _value_end(self) -> None:
+        if self.kind == "string":
+            if not self.value_started:
+                self.out.args('"')
+            self.out.args('"')
+            return
+        raw = "".join(self.value_parts)
+        if self.spec.trim == "newline":
+            raw = raw[1:] if raw.startswith("\n") else raw
+            raw = raw[:-1] if raw.endswith("\n") else raw
+        else:
+            raw = raw.strip()
+        check_depth(raw, self.max_depth)
+        self.out.args(json_text(typed_value(raw, self.kind)))
+        self.value_parts = []
+
+    def close(self) -> None:
+        state = self.state
+        if state is _AWAIT and not self.out.in_call:
+            return
+        if state is _VALUE:
+            self.out.incomplete = True
+            if self.kind != "string":
+                raw = "".join(self.value_parts).strip()
+                if raw:
+                    check_depth(raw, self.max_depth)
+                    self.out.args(json_text(typed_value(raw, self.kind)))
+            return
+        if self.out.in_call or state is _NAME or state is _KEY or state is _VALUE_OPEN:
+            self.out.incomplete = True
+
+
+# --------------------------------------------------------------------------------------------------
