@@ -18,6 +18,7 @@ from turnkit.structured import JsonStream, StructuredStream
 
 # name -> (make a fresh push object, a complete valid input)
 PUSH_OBJECTS: dict[str, tuple[Callable[[], Any], str]] = {
+    "StreamParser": (lambda: turnkit.load_format("hermes").stream(), 'Hi <tool_call>{"name": "f", "arguments": {}}'),
     "JsonStream": (JsonStream, '{"a": [1, "two"]}'),
     "StructuredStream": (lambda: StructuredStream({"type": "object"}), '{"a": [1, "two"]}'),
     "JsonReplyStream": (lambda: MarkdownJsonDictParser().stream(), '```json\n{"a": 1}\n```'),

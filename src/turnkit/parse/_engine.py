@@ -183,7 +183,7 @@ class StreamParser:
         self._limits = limits
         self._types = tool_types(tools)
         self._out = Emitter(strip=spec.strip, id_pattern=spec.ids)
-        self._closed = False
+        self._closed = ""  # "", or why the parser takes no more input: "closed" or "failed"
         self._final = False  # close(): the held tail is scanned with nothing held back
         self._size = 0
         self._mode = _CONTENT
@@ -211,36 +211,48 @@ class StreamParser:
     def feed(self, text: str) -> list[Delta]:
         """Parse the next piece of output; returns the deltas it settled (possibly none)."""
         if self._closed:
-            raise UsageError("feed() after close(): this stream parser is finished")
+            raise UsageError(f"feed() on a {self._closed} stream parser")
+        if type(text) is not str:
+            self._closed = "failed"
+            raise UsageError(f"feed() takes str, not {type(text).__name__}")
         self._size += len(text)
         if self._size > self._limits.max_input_chars:
+            self._closed = "failed"
             raise LimitExceededError(
                 f"model output longer than max_input_chars={self._limits.max_input_chars}",
                 position=self._limits.max_input_chars,
             )
-        if self._prefix_pending and text:
-            self._content(self._prefix_pending)
-            self._prefix_pending = ""
-        if self._out.holding:
-            region = self._region
-            assert region is not None
-            region.raw.append(text)
-        elif self._mode is _BODY and text:
-            region = self._region
-            body = region.body if region is not None else None
-            if body is not None:
-                fast = body.fast(text)
-                if fast is not None:
-                    return fast
-        self._run(text)
-        return self._out.take()
+        try:
+            if self._prefix_pending and text:
+                self._content(self._prefix_pending)
+                self._prefix_pending = ""
+            if self._out.holding:
+                region = self._region
+                assert region is not None
+                region.raw.append(text)
+            elif self._mode is _BODY and text:
+                region = self._region
+                body = region.body if region is not None else None
+                if body is not None:
+                    fast = body.fast(text)
+                    if fast is not None:
+                        return fast
+            self._run(text)
+            return self._out.take()
+        except BaseException:
+            self._closed = "failed"
+            raise
 
     def close(self) -> list[Delta]:
         """End of output: release held text, close open regions (flagging truncation)."""
         if self._closed:
-            return []
-        self._closed = True
-        self._finish()
+            raise UsageError(f"close() on a {self._closed} stream parser")
+        self._closed = "closed"
+        try:
+            self._finish()
+        except BaseException:
+            self._closed = "failed"
+            raise
         return self._out.take()
 
     @property
