@@ -12,6 +12,7 @@ FORBIDDEN = {
     "messages": {"render", "parse", "serve", "cli", "formats", "outputs", "structured"},
     "render": {"parse", "serve", "cli", "formats", "outputs", "structured"},
     "tools": {"render", "parse", "serve", "cli", "formats", "outputs"},
+    "agent": {"serve", "cli", "formats"},
     "parse": {"render", "serve", "cli", "formats", "outputs"},
     "structured": {"render", "parse", "serve", "cli", "formats", "outputs", "tools"},
     "outputs": {"render", "parse", "serve", "cli", "formats"},

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from turnkit.errors import UsageError
-from turnkit.messages import to_template
+from turnkit._json import loads_or_none
 from turnkit.outputs._schema_check import SchemaChecker
 from turnkit.parse import Delta, OutputFormat, load_format
 from turnkit.render import ChatTemplate
@@ -214,16 +214,25 @@ class _BackendStep:
 
 
 def _template_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Wire-form messages → the form templates read (assistant tool-call arguments decoded)."""
+    """Wire-form messages → the form templates read: tool-call arguments that are a JSON object are decoded
+    (as vLLM does); anything else is passed as the text the model wrote, so a bad call can still be shown."""
     out = []
     for message in messages:
-        if message.get("role") == "assistant":
-            form = to_template(message)
-            if message.get("content") is None and "tool_calls" in form:
-                form["content"] = None
-            out.append(form)
-        else:
-            out.append(dict(message))
+        form = dict(message)
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            calls = []
+            for call in message["tool_calls"]:
+                function = dict(call["function"])
+                arguments = function.get("arguments")
+                if isinstance(arguments, str):
+                    _, decoded = loads_or_none(arguments)
+                    if isinstance(decoded, dict):
+                        function["arguments"] = decoded
+                calls.append({**call, "function": function})
+            form["tool_calls"] = calls
+        if form.get("reasoning_content"):
+            form.setdefault("thinking", form["reasoning_content"])
+        out.append(form)
     return out
 
 
