@@ -30,8 +30,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, M
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from turnkit.errors import UsageError
 from turnkit._json import loads_or_none
+from turnkit.errors import UsageError
 from turnkit.outputs._schema_check import SchemaChecker
 from turnkit.parse import Delta, OutputFormat, load_format
 from turnkit.render import ChatTemplate

@@ -184,3 +184,20 @@ async def test_a_backend_dying_mid_stream_is_run_error_and_error_part() -> None:
     chunks = [json.loads(d) for d in data[:-1]]
     check_ui_chunks(chunks)
     assert chunks[-1]["type"] == "error" and "backend died" in chunks[-1]["errorText"]
+
+
+def test_cli_tools_flag_loads_functions() -> None:
+    import argparse
+
+    from turnkit.cli import CliError
+    from turnkit.cli.serve import build_gateway, load_tools
+
+    assert list(load_tools("turnkit.cli.demo:DEMO_TOOLS")) == ["get_current_temperature", "get_current_wind_speed"]
+    with pytest.raises(CliError):
+        load_tools("turnkit.cli.demo")
+    args = argparse.Namespace(model=None, template=None, format=None, backend=None, backend_model=None,
+                              served_model_name=None, reasoning_field="both", tools="turnkit.cli.demo:DEMO_TOOLS",
+                              max_steps=3)
+    gateway = build_gateway(args)
+    assert set(gateway.tool_functions) == {"get_current_temperature", "get_current_wind_speed"}
+    assert gateway.max_steps == 3
