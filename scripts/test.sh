@@ -17,6 +17,11 @@ fi
 if command -v npm >/dev/null && [ ! -x .refs/node/node_modules/.bin/pyright ]; then
     npm install --silent --no-audit --no-fund --prefix .refs/node pyright@1.1.400 >/dev/null || true
 fi
+# The real AG-UI and AI SDK clients for the Node contract tests (tests/serve/test_node_contract.py; they fail
+# under CI=true when missing).
+if command -v npm >/dev/null && [ ! -f .refs/node/node_modules/@ag-ui/client/package.json ]; then
+    npm install --silent --no-audit --no-fund --prefix .refs/node ai@7 @ag-ui/client@1 fast-json-patch@3 >/dev/null
+fi
 export PATH="$PWD/.venv/bin:$PWD/.refs/node/node_modules/.bin:$PATH"
 
 echo "== ruff"

@@ -31,3 +31,12 @@ def test_demo_round_trip_parses_the_reply_and_renders_the_next_prompt():
     assert "".join(d.get("content", "") for d in deltas) == message["content"] == "It is 22 °C in Paris right now."
     assert "".join(d.get("reasoning_content", "") for d in deltas) == message["reasoning_content"]
     assert next_prompt.endswith("<|im_start|>assistant\nIt is 22 °C in Paris right now.<|im_end|>\n")
+
+
+def test_demo_live_runs_the_tool_loop():
+    out = run_cli("demo", "--live", "--delay", "0")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "[tool call get_current_temperature] " in text and '"location": "Paris, France"' in text
+    assert "[tool result get_current_temperature: ok] 22.0" in text
+    assert "It is 22 °C in Paris right now." in text and "done after 2 steps (stop)" in text

@@ -12,6 +12,7 @@ FORBIDDEN = {
     "messages": {"render", "parse", "serve", "cli", "outputs", "structured"},
     "render": {"parse", "serve", "cli", "outputs", "structured"},
     "tools": {"render", "parse", "serve", "cli", "outputs"},
+    "agent": {"serve", "cli"},
     "parse": {"render", "serve", "cli", "outputs"},
     "structured": {"render", "parse", "serve", "cli", "outputs", "tools"},
     "outputs": {"render", "parse", "serve", "cli"},

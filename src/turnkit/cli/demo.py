@@ -37,6 +37,8 @@ def get_current_wind_speed(location: str) -> float:
     return 6.0
 
 
+DEMO_TOOLS = [get_current_temperature, get_current_wind_speed]
+
 CONVERSATION: list[dict[str, Any]] = [
     {"role": "system", "content": "You are a weather bot. Answer in the unit used at the location."},
     {"role": "user", "content": "Hey, what's the temperature in Paris right now?"},
@@ -75,10 +77,20 @@ def register(subparsers: Any) -> None:
         help="also stream a bundled model reply through the hermes output parser, print its deltas and the parsed "
         "message, and render the next prompt with that message appended",
     )
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="run the tool loop (turnkit.agent) live on a bundled recorded model: watch reasoning, content and "
+        "tool calls stream, the Python tool run, and the model answer from its result (colours with rich)",
+    )
+    parser.add_argument("--delay", type=float, default=0.03, help="seconds between streamed chunks with --live")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "live", False):
+        _live(args.delay)
+        return 0
     prompt = demo_template().render(
         CONVERSATION,
         tools=[get_current_temperature, get_current_wind_speed],
@@ -111,3 +123,90 @@ def _round_trip(prompt: str) -> None:
     print("--- next prompt, with the parsed message appended ---")
     conversation = [*CONVERSATION, to_template(message)]
     sys.stdout.write(demo_template().render(conversation, tools=[get_current_temperature, get_current_wind_speed]))
+
+
+# What the model answers first: reasoning, then a call to the Python tool.
+TOOL_CALL_REPLY = (
+    "<think>I should look the temperature up.</think><tool_call>\n"
+    '{"name": "get_current_temperature", "arguments": {"location": "Paris, France", "unit": "celsius"}}\n</tool_call>'
+)
+
+
+def _live(delay: float) -> None:
+    """The tool loop on a recorded model: each step's deltas as they stream, the tool result, the answer."""
+    import asyncio
+
+    from turnkit.agent import Agent, AgentFinished, StepDelta, StepStarted, ToolResult
+
+    async def model(prompt: str) -> Any:
+        reply = MODEL_REPLY if "<tool_response>" in prompt else TOOL_CALL_REPLY
+        for start in range(0, len(reply), 4):
+            await asyncio.sleep(delay)
+            yield reply[start : start + 4]
+
+    out = _Printer()
+    agent = Agent(DEMO_TOOLS, template=demo_template(), output_format="hermes", backend=model)
+
+    async def main() -> None:
+        channel = None
+        names: dict[int, str] = {}
+        async for event in agent.run(CONVERSATION[:2]):
+            if isinstance(event, StepStarted):
+                out.line(f"── step {event.step} " + "─" * 30, "bold")
+                channel = None
+            elif isinstance(event, StepDelta):
+                for key, text in _pieces(event.delta, names):
+                    if key != channel:
+                        out.write(f"\n[{key}] " if channel else f"[{key}] ", "bold")
+                        channel = key
+                    out.write(text, _STYLES.get(key.split(" ")[0], ""))
+            elif isinstance(event, ToolResult):
+                status = "ok" if event.ok else "error"
+                out.line(f"\n[tool result {event.name}: {status}] {event.content}", "green" if event.ok else "red")
+                channel = None
+            elif isinstance(event, AgentFinished):
+                out.line(f"\n── done after {event.steps} steps ({event.reason})", "bold")
+                out.line(json.dumps(event.message, ensure_ascii=False), "")
+
+    asyncio.run(main())
+
+
+_STYLES = {"reasoning": "dim italic", "content": "", "tool": "cyan"}
+
+
+def _pieces(delta: dict[str, Any], names: dict[int, str]) -> list[tuple[str, str]]:
+    pieces = []
+    if delta.get("reasoning_content"):
+        pieces.append(("reasoning", delta["reasoning_content"]))
+    if delta.get("content"):
+        pieces.append(("content", delta["content"]))
+    for call in delta.get("tool_calls") or ():
+        function = call.get("function") or {}
+        if "id" in call:
+            names[call["index"]] = f"tool call {function.get('name')}"
+        pieces.append((names.get(call["index"], "tool call"), function.get("arguments") or ""))
+    return pieces
+
+
+class _Printer:
+    """Writes with rich's colours when rich is installed, plain text otherwise."""
+
+    def __init__(self) -> None:
+        try:
+            from rich.console import Console
+        except ImportError:
+            self.console: Any = None
+        else:
+            self.console = Console(highlight=False, soft_wrap=True)
+
+    def write(self, text: str, style: str) -> None:
+        if not text:
+            return
+        if self.console is not None:
+            self.console.print(text, style=style or None, end="", markup=False)
+        else:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    def line(self, text: str, style: str) -> None:
+        self.write(text + "\n", style)

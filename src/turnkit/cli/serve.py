@@ -44,7 +44,30 @@ def register(subparsers: Any) -> None:
                         "reasoning)")
     parser.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
                         help="uvicorn's log level (default: warning)")
+    parser.add_argument("--tools", metavar="MODULE:ATTR", help="Python functions the server calls itself in "
+                        "POST /agui and POST /api/chat (a list or dict of functions, e.g. myapp.tools:TOOLS); "
+                        "OpenAI chat completions never runs them")
+    parser.add_argument("--max-steps", type=int, default=8, help="model calls per request in the tool loop "
+                        "(default: 8)")
     parser.set_defaults(handler=run)
+
+
+def load_tools(spec: str) -> dict[str, Any]:
+    """``module:attr`` → {name: function}; attr is a list of functions or a dict name → function."""
+    import importlib
+
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise CliError(f"--tools: expected MODULE:ATTR, got {spec!r}")
+    try:
+        value = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise CliError(f"--tools: cannot load {spec!r}: {exc}") from exc
+    items = value.items() if isinstance(value, dict) else ((getattr(f, "__name__", None), f) for f in value)
+    tools = {str(name): function for name, function in items if callable(function)}
+    if not tools:
+        raise CliError(f"--tools: {spec!r} holds no functions")
+    return tools
 
 
 def build_gateway(args: argparse.Namespace) -> Any:
@@ -96,7 +119,9 @@ def build_gateway(args: argparse.Namespace) -> Any:
         backend = embedded_replay(delay=args.replay_delay)
     if not isinstance(template, ChatTemplate):
         template = ChatTemplate(template, special_tokens=kwargs)
-    return Gateway(template, fmt, backend, served_model_name=name, reasoning_field=args.reasoning_field)
+    tools = load_tools(args.tools) if getattr(args, "tools", None) else None
+    return Gateway(template, fmt, backend, served_model_name=name, reasoning_field=args.reasoning_field,
+                   tool_functions=tools, max_steps=getattr(args, "max_steps", 8))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -28,6 +28,8 @@ _log = logging.getLogger("turnkit.serve")
 # One line per protocol module in turnkit/serve/protocols/; each exposes ``routes(gateway) -> list[Route]``.
 PROTOCOLS: tuple[str, ...] = (
     "openai_chat",
+    "agui",
+    "ai_sdk",
 )
 
 OPEN_PATHS = frozenset({"/healthz"})

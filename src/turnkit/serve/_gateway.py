@@ -42,6 +42,7 @@ class Gateway:
         reasoning_field: ReasoningField = "both",
         template_kwargs: Mapping[str, Any] | None = None,
         tool_functions: Mapping[str, Callable[..., Any]] | None = None,
+        max_steps: int = 8,
     ) -> None:
         self.template = template if isinstance(template, ChatTemplate) else ChatTemplate(template)
         self.format = load_format(output_format) if isinstance(output_format, str) else output_format
@@ -52,6 +53,7 @@ class Gateway:
         self.reasoning_field: ReasoningField = reasoning_field
         self.template_kwargs = dict(template_kwargs or {})
         self.tool_functions = dict(tool_functions or {})
+        self.max_steps = max_steps  # model calls per request in the tool loop (AG-UI, AI SDK) with tool_functions
         self.closing = False
         self._active: set[Run] = set()
 
