@@ -13,10 +13,12 @@ __all__ = [
     "IncompleteInputError",
     "JsonPatchError",
     "LimitExceededError",
+    "NotATemplateError",
     "OutputParseError",
     "ParseError",
     "RegexTimeoutError",
     "ResponseSchemaError",
+    "ResponseTemplateError",
     "TemplateError",
     "TemplateLimitError",
     "TemplateNotFoundError",
@@ -171,3 +173,19 @@ class OutputParseError(ParseError):
         super().__init__(message, code=code, position=position, pointer=pointer, snippet=snippet)
         self.feedback = feedback
         self.retryable = retryable
+
+
+class NotATemplateError(TemplateError):
+    """What was given as a chat template (text, file or model folder) is not one (``detect_format``)."""
+
+    code = "not_a_template"
+
+
+class ResponseTemplateError(ResponseSchemaError):
+    """A Hugging Face ``response_template`` is itself invalid; ``key`` names the offending entry."""
+
+    code = "response_template"
+
+    def __init__(self, message: str, *, key: str = "response_template", code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.key = key
