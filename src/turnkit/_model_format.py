@@ -102,7 +102,7 @@ def model_format(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMIT
     detection: Detection | None = None
     if folder.chat_template is not None:
         detection = detect_in_template(_folder_template(folder, Path(path)))
-    template = getattr(folder, "response_template", None)
+    template = folder.response_template
     if template is not None:
         from turnkit.parse._response_template import ResponseTemplateFormat
 

@@ -254,14 +254,18 @@ class _Score:
     weight: float
     spelled: tuple[str, ...]
     order: int
+    alternative: int = 0
+    """Declaration index of the way of writing a call that matched (a format's first is its own syntax; later
+    ones are tolerances, like xLAM's ``<tool_call>``)."""
 
-    def key(self) -> tuple[int, float, int, int, int, int]:
+    def key(self) -> tuple[int, float, int, int, int, int, int]:
         return (
             -self.groups,
             -round(self.weight, 9),
             -len(self.spelled),
-            len(format_markers(self.spec)),
+            self.alternative,
             _settings(self.spec),
+            len(format_markers(self.spec)),
             self.order,
         )
 
@@ -306,16 +310,19 @@ def _signature_weight(template: str, sig: Signature) -> float | None:
 
 def _score(template: str, spec: FormatSpec, order: int, json_openings: bool) -> _Score | None:
     complete_tools = [
-        (len(sig), w)
-        for sig in _tool_signatures(spec, json_openings)
+        (len(sig), w, -index)
+        for index, sig in enumerate(_tool_signatures(spec, json_openings))
         if (w := _signature_weight(template, sig)) is not None
     ]
     reasoning = [_reasoning_signature(r) for r in spec.reasoning]
     complete_reasoning = [
         (len(sig), w) for sig in reasoning if sig and (w := _signature_weight(template, sig)) is not None
     ]
+    alternative = 0
     if complete_tools:
-        found = [max(complete_tools), *complete_reasoning]
+        groups_n, weight_n, alternative = max(complete_tools)
+        alternative = -alternative
+        found = [(groups_n, weight_n), *complete_reasoning]
     elif not spec.tools and not spec.sections and spec.harmony is None and complete_reasoning:
         found = complete_reasoning
     else:
@@ -327,7 +334,7 @@ def _score(template: str, spec: FormatSpec, order: int, json_openings: bool) -> 
     groups = sum(n for n, _ in found) + len(extra)
     weight = sum(w for _, w in found) + sum(extra) + sum(ends)
     spelled = tuple(a for a in format_markers(spec) if _spells(template, a))
-    return _Score(spec, groups, weight, spelled, order)
+    return _Score(spec, groups, weight, spelled, order, alternative)
 
 
 def _template_markers(template: str, specs: Iterable[FormatSpec]) -> tuple[str, ...]:
