@@ -1,8 +1,9 @@
 """One contract for every push object (ARCHITECTURE.md, "The push-object contract").
 
-``StreamParser``, ``JsonStream``, ``StructuredStream`` and ``ReplyStream`` are fed ``str`` chunks and closed
-once. Misuse is a :class:`turnkit.UsageError`, the same for all four: a second ``close()``, ``feed()`` after
-``close()``, and a chunk that is not ``str`` (which also ends the stream: everything after it is refused).
+``StreamParser``, ``ResponseTemplateStream``, ``JsonStream``, ``StructuredStream`` and ``ReplyStream`` are fed
+``str`` chunks and closed once. Misuse is a :class:`turnkit.UsageError`, the same for all five: a second
+``close()``, ``feed()`` after ``close()``, and a chunk that is not ``str`` (which also ends the stream: everything
+after it is refused).
 """
 
 from __future__ import annotations
@@ -20,6 +21,15 @@ from turnkit.structured import JsonStream, StructuredStream
 PUSH_OBJECTS: dict[str, tuple[Callable[[], Any], str]] = {
     "StreamParser": (lambda: turnkit.load_format("hermes").stream(), 'Hi <tool_call>{"name": "f", "arguments": {}}'),
     "JsonStream": (JsonStream, '{"a": [1, "two"]}'),
+    "ResponseTemplateStream": (
+        lambda: turnkit.ResponseTemplateFormat(
+            {
+                "start_anchor": "<|im_start|>assistant\n",
+                "fields": {"reasoning_content": {"open": "<think>", "close": "</think>"}, "content": {}},
+            }
+        ).stream(),
+        "<think>hm</think>Hello",
+    ),
     "StructuredStream": (lambda: StructuredStream({"type": "object"}), '{"a": [1, "two"]}'),
     "JsonReplyStream": (lambda: MarkdownJsonDictParser().stream(), '```json\n{"a": 1}\n```'),
     "TaggedReplyStream": (

@@ -8,16 +8,19 @@ as partial values and JSON Patch deltas.
 from __future__ import annotations
 
 from turnkit import outputs  # stdlib-only, ~20 ms to import
+from turnkit._model_format import ModelFormat, detect_format, model_format
 from turnkit.errors import (
     FormatNotFoundError,
     IncompleteInputError,
     JsonPatchError,
     LimitExceededError,
     MissingDependencyError,
+    NotATemplateError,
     OutputParseError,
     ParseError,
     RegexTimeoutError,
     ResponseSchemaError,
+    ResponseTemplateError,
     TemplateError,
     TemplateLimitError,
     TemplateNotFoundError,
@@ -28,13 +31,16 @@ from turnkit.errors import (
 )
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.parse import (
+    Detection,
     FormatSpec,
     OutputFormat,
     ResponseSchema,
+    ResponseTemplateFormat,
     StreamParser,
     list_formats,
     load_format,
     parse_response,
+    parse_response_template,
 )
 from turnkit.render import ChatTemplate, ModelFolder, apply_chat_template, read_model_folder, write_model_folder
 from turnkit.tools import get_json_schema
@@ -44,6 +50,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "ChatTemplate",
     "DEFAULT_LIMITS",
+    "Detection",
     "FormatNotFoundError",
     "FormatSpec",
     "IncompleteInputError",
@@ -52,12 +59,16 @@ __all__ = [
     "Limits",
     "MissingDependencyError",
     "ModelFolder",
+    "ModelFormat",
+    "NotATemplateError",
     "OutputFormat",
     "OutputParseError",
     "ParseError",
     "RegexTimeoutError",
     "ResponseSchema",
     "ResponseSchemaError",
+    "ResponseTemplateError",
+    "ResponseTemplateFormat",
     "StreamParser",
     "TemplateError",
     "TemplateLimitError",
@@ -68,11 +79,14 @@ __all__ = [
     "UsageError",
     "__version__",
     "apply_chat_template",
+    "detect_format",
     "get_json_schema",
     "list_formats",
     "load_format",
+    "model_format",
     "outputs",
     "parse_response",
+    "parse_response_template",
     "read_model_folder",
     "write_model_folder",
 ]

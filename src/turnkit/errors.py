@@ -14,10 +14,12 @@ __all__ = [
     "JsonPatchError",
     "LimitExceededError",
     "MissingDependencyError",
+    "NotATemplateError",
     "OutputParseError",
     "ParseError",
     "RegexTimeoutError",
     "ResponseSchemaError",
+    "ResponseTemplateError",
     "TemplateError",
     "TemplateLimitError",
     "TemplateNotFoundError",
@@ -178,3 +180,19 @@ class MissingDependencyError(TurnkitError, ImportError):
     """An optional extra is not installed; the message names the ``pip install 'turnkit[...]'`` to run."""
 
     code = "missing_dependency"
+
+
+class NotATemplateError(TemplateError):
+    """What was given as a chat template (text, file or model folder) is not one (``detect_format``)."""
+
+    code = "not_a_template"
+
+
+class ResponseTemplateError(ResponseSchemaError):
+    """A Hugging Face ``response_template`` is itself invalid; ``key`` names the offending entry."""
+
+    code = "response_template"
+
+    def __init__(self, message: str, *, key: str = "response_template", code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.key = key

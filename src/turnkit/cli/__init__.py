@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "demo",
     "render",
     "parse",
+    "formats",
     "partial_types",
     "serve",
 )

@@ -56,6 +56,9 @@ class ModelFolder:
     """One template, named templates (``{"default": ..., "tool_use": ...}``), or none."""
     template_kwargs: dict[str, Any] = field(default_factory=dict)
     """Special tokens as strings (``{"bos_token": "<s>", ...}``), passed to the template like transformers does."""
+    response_template: dict[str, Any] | None = None
+    """``tokenizer_config.json``'s ``response_template`` (transformers >= 5.13), as stored; validated when a
+    format is built from it (:class:`~turnkit.ResponseTemplateFormat`, :func:`~turnkit.model_format`)."""
 
 
 def check_template_name(name: object) -> str:
@@ -355,9 +358,10 @@ def read_model_folder(
     config_path = folder / TOKENIZER_CONFIG_FILE
     config = _read_json_object(config_path, limits) if config_path.is_file() else {}
     template_kwargs = _special_tokens(folder, config, config_path, limits)
+    response_template = _response_template(config.get("response_template"), config_path)
 
     if processor:
-        return ModelFolder(_processor_chat_template(folder, limits), template_kwargs)
+        return ModelFolder(_processor_chat_template(folder, limits), template_kwargs, response_template)
 
     main, extra = _jinja_files(folder, limits)
     chat_template: ChatTemplateValue | None
@@ -369,7 +373,15 @@ def read_model_folder(
         chat_template = _config_chat_template(config.get("chat_template"), config_path)
     if chat_template is None:
         chat_template = _processor_chat_template(folder, limits)
-    return ModelFolder(chat_template, template_kwargs)
+    return ModelFolder(chat_template, template_kwargs, response_template)
+
+
+def _response_template(value: Any, path: Path) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise TemplateError(f"{path}: response_template must be a JSON object, not {type(value).__name__}")
+    return value
 
 
 # --- writing ----------------------------------------------------------------------------------
@@ -401,6 +413,7 @@ def write_model_folder(
     *,
     chat_template: str | Mapping[str, str],
     template_kwargs: Mapping[str, str] | None = None,
+    response_template: Mapping[str, Any] | None = None,
 ) -> None:
     """Write chat template(s) (and special tokens) into a model folder the way ``save_pretrained`` does.
 
@@ -408,7 +421,8 @@ def write_model_folder(
     ``additional_chat_templates/NAME.jinja``. Template files from an earlier save that are not part of this one
     are removed, and ``tokenizer_config.json`` loses its ``chat_template`` key, so the folder loads back (in
     transformers and in turnkit) as exactly what was written. ``template_kwargs`` (``*_token`` names to
-    strings) are stored in ``tokenizer_config.json``.
+    strings) are stored in ``tokenizer_config.json``, and so is ``response_template`` when given (as
+    ``save_pretrained`` does; when not given, an existing one is left as it is).
     """
     if isinstance(chat_template, str):
         templates: dict[str, str] = {"default": chat_template}
@@ -458,9 +472,13 @@ def write_model_folder(
             _write_text(target, template)
 
     config_path = folder / TOKENIZER_CONFIG_FILE
-    if config_path.is_file() or tokens:
+    if config_path.is_file() or tokens or response_template is not None:
         config = _read_json_object(config_path, DEFAULT_LIMITS) if config_path.is_file() else {}
         config.pop("chat_template", None)
+        if response_template is not None:
+            if not isinstance(response_template, Mapping):
+                raise TemplateError("response_template must be a mapping (a JSON object)")
+            config["response_template"] = json.loads(json.dumps(dict(response_template)))
         extra_tokens = config.get("extra_special_tokens")
         for key, value in tokens.items():
             config[key] = value
