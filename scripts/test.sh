@@ -17,6 +17,10 @@ fi
 if command -v npm >/dev/null && [ ! -x .refs/node/node_modules/.bin/pyright ]; then
     npm install --silent --no-audit --no-fund --prefix .refs/node pyright@1.1.400 >/dev/null || true
 fi
+# @huggingface/jinja (transformers.js's engine) for the cross-engine lint tests; they skip without Node.
+if command -v npm >/dev/null && [ ! -f .refs/node/node_modules/@huggingface/jinja/package.json ]; then
+    npm install --silent --no-audit --no-fund --prefix .refs/node @huggingface/jinja@0.5.11 >/dev/null || true
+fi
 export PATH="$PWD/.venv/bin:$PWD/.refs/node/node_modules/.bin:$PATH"
 
 echo "== ruff"

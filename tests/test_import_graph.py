@@ -17,6 +17,7 @@ FORBIDDEN = {
     "outputs": {"render", "parse", "serve", "cli", "formats"},
     "formats": {"serve", "cli"},
     "errors": {"render", "parse", "serve", "cli", "formats", "outputs", "structured", "tools", "messages"},
+    "lint": {"parse", "serve", "cli", "formats", "outputs", "structured", "batch"},
     "limits": {"render", "parse", "serve", "cli", "formats", "outputs", "structured", "tools", "messages"},
 }
 
@@ -64,7 +65,8 @@ def test_import_turnkit_stays_light():
     import sys
 
     code = (
-        "import sys, turnkit; heavy = {'transformers', 'starlette', 'uvicorn', 'httpx', 'rich', 'tokenizers'};"
+        "import sys, turnkit; heavy = {'transformers', 'starlette', 'uvicorn', 'httpx', 'rich', 'tokenizers', "
+        "'minijinja'};"
         "print(sorted(heavy & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -26,6 +26,7 @@ from turnkit.errors import (
     UsageError,
 )
 from turnkit.limits import DEFAULT_LIMITS, Limits
+from turnkit.lint import LintFinding, lint
 from turnkit.parse import (
     FormatSpec,
     OutputFormat,
@@ -50,6 +51,7 @@ __all__ = [
     "JsonPatchError",
     "LimitExceededError",
     "Limits",
+    "LintFinding",
     "ModelFolder",
     "OutputFormat",
     "OutputParseError",
@@ -68,6 +70,7 @@ __all__ = [
     "__version__",
     "apply_chat_template",
     "get_json_schema",
+    "lint",
     "list_formats",
     "load_format",
     "outputs",
