@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import jinja2
 import jinja2.exceptions
@@ -13,6 +13,8 @@ from turnkit.lint._finding import LintFinding
 from turnkit.lint._rules import RULES
 
 __all__ = ["check_source"]
+
+_N = TypeVar("_N", bound=nodes.Node)
 
 # -- engine facts (each one re-checked by tests/lint/test_engine_facts.py) -------------------------------------
 
@@ -185,7 +187,7 @@ class _Checker:
             self.defined.add(node.name)
             self.defined.update(arg.name for arg in node.args)
         elif isinstance(node, nodes.Assign | nodes.AssignBlock | nodes.For):
-            for name in node.target.find_all(nodes.Name):
+            for name in _self_and_all(node.target, nodes.Name):
                 self.defined.add(name.name)
                 if not isinstance(node, nodes.For):
                     self.assigned.add(name.name)
@@ -478,13 +480,17 @@ def _last_name(expr: nodes.Node) -> Any:
 
 def _checked(test: nodes.Node) -> frozenset[str]:
     """What an if-test checks: every expression it applies a test to, every name it reads."""
-    found = {f"checked:{repr(t.node)}" for t in test.find_all(nodes.Test)}
-    found |= {f"name:{n.name}" for n in test.find_all(nodes.Name)}
-    if isinstance(test, nodes.Name):
-        found.add(f"name:{test.name}")
+    found = {f"checked:{repr(t.node)}" for t in _self_and_all(test, nodes.Test)}
+    found |= {f"name:{n.name}" for n in _self_and_all(test, nodes.Name)}
     if isinstance(test, nodes.Name | nodes.Getattr | nodes.Getitem):
         found.add(f"checked:{repr(test)}")
     return frozenset(found)
+
+
+def _self_and_all(node: nodes.Node, kind: type[_N]) -> list[_N]:
+    """``node`` itself when it is a ``kind``, and every ``kind`` below it (``find_all`` skips the node itself)."""
+    found = [node] if isinstance(node, kind) else []
+    return found + list(node.find_all(kind))
 
 
 def _is_str_const(node: nodes.Node) -> bool:
