@@ -138,3 +138,11 @@ def test_import_turnkit_does_not_import_minijinja():
     env = {**__import__("os").environ, "PYTHONPATH": str(REPO_ROOT / "src")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == "False"
+
+
+def test_docs_describe_every_rule():
+    from tests.corpora import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "portability.md").read_text(encoding="utf-8")
+    for code, rule in RULES.items():
+        assert f"### {code} ({rule.severity})" in text, code

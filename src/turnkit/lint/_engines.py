@@ -19,6 +19,7 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,7 @@ class Outcome:
 def render_case(source: str, case: Case) -> Outcome | None:
     """turnkit's render of ``case`` (= transformers'), or ``None`` when transformers refuses the inputs themselves."""
     try:
-        template = ChatTemplate(source, special_tokens=SPECIAL_TOKENS)
+        template = _chat_template(source)
         text = template.render(copy.deepcopy(case.messages), tools=case.tools,
                                add_generation_prompt=case.add_generation_prompt,
                                continue_final_message=case.continue_final_message, **case.extra)
@@ -110,6 +111,12 @@ def render_case(source: str, case: Case) -> Outcome | None:
             return None
         return Outcome(False, str(exc))
     return Outcome(True, text)
+
+
+@lru_cache(maxsize=16)
+def _chat_template(source: str) -> ChatTemplate:
+    """The compiled template (compiled once for the whole matrix)."""
+    return ChatTemplate(source, special_tokens=SPECIAL_TOKENS)
 
 
 def _context(case: Case) -> dict[str, Any]:
