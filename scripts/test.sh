@@ -13,14 +13,19 @@ if [ ! -f .refs/transformers-5.12.1/transformers/__init__.py ]; then
     .venv/bin/python -m pip install -q --no-deps --target .refs/transformers-5.12.1 "transformers==5.12.1"
 fi
 
-# pyright (from the npm registry) checks the generated partial types the way editors will; optional.
-if command -v npm >/dev/null && [ ! -x .refs/node/node_modules/.bin/pyright ]; then
-    npm install --silent --no-audit --no-fund --prefix .refs/node pyright@1.1.400 >/dev/null || true
-fi
-# The real AG-UI and AI SDK clients for the Node contract tests (tests/serve/test_node_contract.py; they fail
-# under CI=true when missing).
-if command -v npm >/dev/null && [ ! -f .refs/node/node_modules/@ag-ui/client/package.json ]; then
-    npm install --silent --no-audit --no-fund --prefix .refs/node ai@7 @ag-ui/client@1 fast-json-patch@3 >/dev/null
+# Node packages for the tests, installed into the ignored folder .refs/node (one npm call, when any is missing):
+# pyright checks the generated partial types the way editors will; `ai` and `@ag-ui/client` (+ fast-json-patch)
+# are the real clients of the serve contract tests; @huggingface/jinja is an engine of the cross-engine lint.
+# Without Node those tests skip and say so; under CI=true a missing package fails them.
+NODE_PACKAGES=(pyright@1.1.400 ai@7 @ag-ui/client@1 fast-json-patch@3 @huggingface/jinja@0.5.11)
+if command -v npm >/dev/null; then
+    for package in "${NODE_PACKAGES[@]}"; do
+        name="${package%@*}"
+        if [ ! -f ".refs/node/node_modules/$name/package.json" ]; then
+            npm install --silent --no-audit --no-fund --prefix .refs/node "${NODE_PACKAGES[@]}" >/dev/null
+            break
+        fi
+    done
 fi
 export PATH="$PWD/.venv/bin:$PWD/.refs/node/node_modules/.bin:$PATH"
 

@@ -16,6 +16,7 @@ FORBIDDEN = {
     "parse": {"render", "serve", "cli", "outputs"},
     "structured": {"render", "parse", "serve", "cli", "outputs", "tools"},
     "outputs": {"render", "parse", "serve", "cli"},
+    "lint": {"parse", "serve", "cli", "outputs", "structured", "batch"},
     "errors": {"render", "parse", "serve", "cli", "outputs", "structured", "tools", "messages"},
     "limits": {"render", "parse", "serve", "cli", "outputs", "structured", "tools", "messages"},
 }
@@ -80,7 +81,8 @@ def test_import_turnkit_stays_light():
     import sys
 
     code = (
-        "import sys, turnkit; heavy = {'transformers', 'starlette', 'uvicorn', 'httpx', 'rich', 'tokenizers'};"
+        "import sys, turnkit; heavy = {'transformers', 'starlette', 'uvicorn', 'httpx', 'rich', 'tokenizers', "
+        "'minijinja'};"
         "print(sorted(heavy & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -30,6 +30,7 @@ from turnkit.errors import (
     UsageError,
 )
 from turnkit.limits import DEFAULT_LIMITS, Limits
+from turnkit.lint import LintFinding, lint
 from turnkit.parse import (
     Detection,
     FormatSpec,
@@ -57,6 +58,7 @@ __all__ = [
     "JsonPatchError",
     "LimitExceededError",
     "Limits",
+    "LintFinding",
     "MissingDependencyError",
     "ModelFolder",
     "ModelFormat",
@@ -81,6 +83,7 @@ __all__ = [
     "apply_chat_template",
     "detect_format",
     "get_json_schema",
+    "lint",
     "list_formats",
     "load_format",
     "model_format",

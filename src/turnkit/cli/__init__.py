@@ -23,6 +23,7 @@ COMMANDS: tuple[str, ...] = (
     "formats",
     "partial_types",
     "serve",
+    "lint",
 )
 
 EXIT_BAD_INPUT = 2
