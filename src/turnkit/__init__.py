@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from turnkit import outputs  # stdlib-only, ~20 ms to import
 from turnkit.errors import (
+    BatchInputError,
     FormatNotFoundError,
     IncompleteInputError,
     JsonPatchError,
     LimitExceededError,
+    MissingExtraError,
     OutputParseError,
     ParseError,
     RegexTimeoutError,
@@ -21,6 +23,7 @@ from turnkit.errors import (
     TemplateLimitError,
     TemplateNotFoundError,
     TemplateSecurityError,
+    TokenizerError,
     ToolSchemaError,
     TurnkitError,
     UsageError,
@@ -42,6 +45,7 @@ from turnkit.tools import get_json_schema
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "BatchInputError",
     "ChatTemplate",
     "DEFAULT_LIMITS",
     "FormatNotFoundError",
@@ -50,6 +54,7 @@ __all__ = [
     "JsonPatchError",
     "LimitExceededError",
     "Limits",
+    "MissingExtraError",
     "ModelFolder",
     "OutputFormat",
     "OutputParseError",
@@ -62,6 +67,7 @@ __all__ = [
     "TemplateLimitError",
     "TemplateNotFoundError",
     "TemplateSecurityError",
+    "TokenizerError",
     "ToolSchemaError",
     "TurnkitError",
     "UsageError",

@@ -9,10 +9,12 @@ and a short ``snippet`` of the offending input.
 from __future__ import annotations
 
 __all__ = [
+    "BatchInputError",
     "FormatNotFoundError",
     "IncompleteInputError",
     "JsonPatchError",
     "LimitExceededError",
+    "MissingExtraError",
     "OutputParseError",
     "ParseError",
     "RegexTimeoutError",
@@ -21,6 +23,7 @@ __all__ = [
     "TemplateLimitError",
     "TemplateNotFoundError",
     "TemplateSecurityError",
+    "TokenizerError",
     "ToolSchemaError",
     "TurnkitError",
     "UsageError",
@@ -171,3 +174,21 @@ class OutputParseError(ParseError):
         super().__init__(message, code=code, position=position, pointer=pointer, snippet=snippet)
         self.feedback = feedback
         self.retryable = retryable
+
+
+class MissingExtraError(TurnkitError, ImportError):
+    """An optional dependency is not installed; the message names the ``pip install 'turnkit[...]'`` to run."""
+
+    code = "missing_extra"
+
+
+class TokenizerError(TurnkitError, ValueError):
+    """A tokenizer could not be loaded, or cannot do what was asked (pad without a pad token, ragged tensors)."""
+
+    code = "tokenizer"
+
+
+class BatchInputError(TurnkitError, ValueError):
+    """A batch input or output file is unreadable, corrupt or of an unknown kind (found before any output)."""
+
+    code = "batch_input"

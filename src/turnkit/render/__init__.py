@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 from turnkit.render._template import ChatTemplate, apply_chat_template
+from turnkit.render._tokenize import ChatTokenizer, DoubleBosWarning
 
-__all__ = ["ChatTemplate", "apply_chat_template"]
+__all__ = ["ChatTemplate", "ChatTokenizer", "DoubleBosWarning", "apply_chat_template"]
