@@ -10,9 +10,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "turnkit"
 # area -> areas it must never import
 FORBIDDEN = {
     "messages": {"render", "parse", "serve", "cli", "formats", "outputs", "structured"},
-    "render": {"parse", "serve", "cli", "formats", "outputs", "structured"},
+    "render": {"parse", "serve", "cli", "formats", "outputs", "structured", "batch"},
+    "batch": {"serve", "cli"},
     "tools": {"render", "parse", "serve", "cli", "formats", "outputs"},
-    "parse": {"render", "serve", "cli", "formats", "outputs"},
+    "parse": {"render", "serve", "cli", "formats", "outputs", "batch"},
     "structured": {"render", "parse", "serve", "cli", "formats", "outputs", "tools"},
     "outputs": {"render", "parse", "serve", "cli", "formats"},
     "formats": {"serve", "cli"},

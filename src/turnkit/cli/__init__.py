@@ -21,6 +21,7 @@ COMMANDS: tuple[str, ...] = (
     "render",
     "parse",
     "partial_types",
+    "batch",
 )
 
 EXIT_BAD_INPUT = 2

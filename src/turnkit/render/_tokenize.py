@@ -28,7 +28,9 @@ from turnkit.render._spans import TRACKER, SpanTracker
 if TYPE_CHECKING:
     from turnkit.render._template import ChatTemplate, Conversation
 
-__all__ = ["ChatTokenizer", "DoubleBosWarning", "TokenizerSpec", "tokenize_chat"]
+__all__ = [
+    "ChatTokenizer", "DoubleBosWarning", "TokenizerSpec", "generation_mask", "render_with_spans", "tokenize_chat"
+]
 
 TokenizerSpec = Any
 """What ``tokenizer=`` accepts: a path to ``tokenizer.json`` or to a model folder, a ``tokenizers.Tokenizer``,
@@ -334,3 +336,14 @@ def _tensor(value: Any, kind: str | None) -> Any:
         return numpy.asarray(value)
     torch = require("torch", None, purpose="return_tensors='pt'")
     return torch.tensor(value)
+
+
+def render_with_spans(render: Callable[[], str]) -> tuple[str, list[tuple[int, int]]]:
+    """Call ``render`` (one conversation) and return its text with the ``{% generation %}`` spans."""
+    tracker = SpanTracker()
+    token = TRACKER.set(tracker)
+    try:
+        text = render()
+    finally:
+        TRACKER.reset(token)
+    return text, tracker.renders[0] if tracker.renders else []
