@@ -172,6 +172,8 @@ class ChatTokenizer:
                         length=max_length if pad == "max_length" else None,
                         pad_to_multiple_of=None,
                     )
+                if len(texts) == 1:  # no thread-pool round trip for one text
+                    return [backend.encode(texts[0], add_special_tokens=add_special_tokens)]
                 return list(backend.encode_batch(list(texts), add_special_tokens=add_special_tokens))
             except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception
                 raise TokenizerError(f"tokenizing failed: {exc}") from exc
@@ -221,20 +223,20 @@ def generation_mask(encoding: Any, spans: Sequence[tuple[int, int]]) -> list[int
     Tokens the post-processor or padding added (no sequence id) are never marked; a zero-width token counts
     when it sits inside a span.
     """
-    mask = [0] * len(encoding.ids)
+    offsets = encoding.offsets
     if not spans:
-        return mask
-    ordered = sorted((s, e) for s, e in spans if e > s)
-    for index, (sequence, (start, end)) in enumerate(zip(encoding.sequence_ids, encoding.offsets, strict=True)):
-        if sequence is None:
-            continue
-        for span_start, span_end in ordered:
-            if span_start >= (end if end > start else start + 1):
-                break
-            if (start < span_end and end > span_start) or (start == end and span_start <= start < span_end):
-                mask[index] = 1
-                break
-    return mask
+        return [0] * len(offsets)
+    length = max((end for _, end in offsets), default=0)
+    length = max(length, max(end for _, end in spans)) + 1
+    inside = bytearray(length)
+    for start, end in spans:
+        if end > start:
+            inside[start:end] = b"\x01" * (end - start)
+    find = inside.find
+    return [
+        0 if sequence is None else (1 if (find(1, start, end) >= 0 if end > start else inside[start]) else 0)
+        for sequence, (start, end) in zip(encoding.sequence_ids, offsets, strict=True)
+    ]
 
 
 def transformers_mask(encoding: Any, spans: Sequence[tuple[int, int]]) -> list[int]:
