@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
+# .[test] includes tokenizers, pyarrow, rich, datasets and ray[data] (large, for the Ray engine test).
 .venv/bin/python -m pip install -q -e ".[test]"
 # transformers 5.12.1 is the last release with the x-regex `parse_response`; it is the reference for
 # the parse_response differential test and lives beside the 5.23 install, imported only by that test.

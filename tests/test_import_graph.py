@@ -10,10 +10,11 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "turnkit"
 # area -> areas it must never import
 FORBIDDEN = {
     "messages": {"render", "parse", "serve", "cli", "outputs", "structured"},
-    "render": {"parse", "serve", "cli", "outputs", "structured"},
+    "render": {"parse", "serve", "cli", "outputs", "structured", "batch"},
+    "batch": {"serve", "cli"},
     "tools": {"render", "parse", "serve", "cli", "outputs"},
     "agent": {"serve", "cli"},
-    "parse": {"render", "serve", "cli", "outputs"},
+    "parse": {"render", "serve", "cli", "outputs", "batch"},
     "structured": {"render", "parse", "serve", "cli", "outputs", "tools"},
     "outputs": {"render", "parse", "serve", "cli"},
     "lint": {"parse", "serve", "cli", "outputs", "structured", "batch"},

@@ -9,6 +9,7 @@ import turnkit
 
 PUBLIC_NAMESPACES = [
     "turnkit",
+    "turnkit.batch",
     "turnkit.lint",
     "turnkit.outputs",
     "turnkit.parse",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from turnkit import outputs  # stdlib-only, ~20 ms to import
 from turnkit._model_format import ModelFormat, detect_format, model_format
 from turnkit.errors import (
+    BatchInputError,
     FormatNotFoundError,
     IncompleteInputError,
     JsonPatchError,
@@ -25,6 +26,7 @@ from turnkit.errors import (
     TemplateLimitError,
     TemplateNotFoundError,
     TemplateSecurityError,
+    TokenizerError,
     ToolSchemaError,
     TurnkitError,
     UsageError,
@@ -49,6 +51,7 @@ from turnkit.tools import get_json_schema
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "BatchInputError",
     "ChatTemplate",
     "DEFAULT_LIMITS",
     "Detection",
@@ -76,6 +79,7 @@ __all__ = [
     "TemplateLimitError",
     "TemplateNotFoundError",
     "TemplateSecurityError",
+    "TokenizerError",
     "ToolSchemaError",
     "TurnkitError",
     "UsageError",

@@ -9,6 +9,7 @@ and a short ``snippet`` of the offending input.
 from __future__ import annotations
 
 __all__ = [
+    "BatchInputError",
     "FormatNotFoundError",
     "IncompleteInputError",
     "JsonPatchError",
@@ -24,6 +25,7 @@ __all__ = [
     "TemplateLimitError",
     "TemplateNotFoundError",
     "TemplateSecurityError",
+    "TokenizerError",
     "ToolSchemaError",
     "TurnkitError",
     "UsageError",
@@ -196,3 +198,15 @@ class ResponseTemplateError(ResponseSchemaError):
     def __init__(self, message: str, *, key: str = "response_template", code: str | None = None) -> None:
         super().__init__(message, code=code)
         self.key = key
+
+
+class TokenizerError(TurnkitError, ValueError):
+    """A tokenizer could not be loaded, or cannot do what was asked (pad without a pad token, ragged tensors)."""
+
+    code = "tokenizer"
+
+
+class BatchInputError(TurnkitError, ValueError):
+    """A batch input or output file is unreadable, corrupt or of an unknown kind (found before any output)."""
+
+    code = "batch_input"

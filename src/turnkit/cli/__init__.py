@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "partial_types",
     "serve",
     "lint",
+    "batch",
 )
 
 EXIT_BAD_INPUT = 2

@@ -125,14 +125,10 @@ def build_gateway(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from turnkit._extras import require
     from turnkit.serve import create_app
 
-    try:
-        import uvicorn
-    except ImportError as exc:
-        from turnkit import MissingDependencyError
-
-        raise MissingDependencyError("turnkit serve needs uvicorn: pip install 'turnkit[serve]'") from exc
+    uvicorn = require("uvicorn", "serve", purpose="turnkit serve")
     gateway = build_gateway(args)
     api_key = args.api_key or os.environ.get("TURNKIT_API_KEY") or None
     app = create_app(gateway, api_key=api_key)

@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from turnkit._extras import require
 from turnkit.errors import TemplateError, UsageError
 from turnkit.lint._finding import LintFinding
 from turnkit.lint._rules import RULES
@@ -162,10 +163,7 @@ def _literal(value: Any) -> str:
 
 
 def _render_minijinja(source: str, contexts: Sequence[dict[str, Any]]) -> list[Outcome]:
-    try:
-        import minijinja
-    except ImportError as exc:  # pragma: no cover - engine_unavailable() is checked first
-        raise UsageError("minijinja is not installed: pip install 'turnkit[lint]'") from exc
+    minijinja = require("minijinja", "lint", purpose="rendering under minijinja")
 
     def raise_exception(message: Any) -> None:
         raise minijinja.TemplateError(str(message))

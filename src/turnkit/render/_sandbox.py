@@ -37,6 +37,7 @@ from markupsafe import Markup
 from turnkit.errors import TemplateLimitError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.render._budget import RenderBudget, current_budget, estimate_str_size
+from turnkit.render._spans import TRACKER
 
 __all__ = ["TemplateSandbox", "sandbox_for"]
 
@@ -83,7 +84,11 @@ class _GenerationExtension(jinja2.ext.Extension):
         return nodes.CallBlock(self.call_method("_generation_support"), [], [], body).set_lineno(lineno)
 
     def _generation_support(self, caller: Macro) -> str:
-        return str(caller())
+        text = str(caller())
+        tracker = TRACKER.get()
+        if tracker is not None:
+            tracker.generated(text)
+        return text
 
 
 class _GuardRewriter(NodeTransformer):

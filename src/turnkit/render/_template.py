@@ -6,7 +6,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from itertools import islice
-from typing import Any, overload
+from typing import Any, Literal, overload
 
 import jinja2
 import jinja2.exceptions
@@ -30,6 +30,7 @@ from turnkit.render._inputs import (
     tool_schemas,
 )
 from turnkit.render._sandbox import TemplateSandbox, sandbox_for
+from turnkit.render._spans import TRACKER
 
 __all__ = ["ChatTemplate", "apply_chat_template", "render_template_string"]
 
@@ -57,7 +58,7 @@ class ChatTemplate:
         '<|im_start|>user\\nHi!<|im_end|>\\n<|im_start|>assistant\\n'
     """
 
-    __slots__ = ("_sources", "_compiled", "_single", "_special", "limits", "_sandbox", "_plain_special")
+    __slots__ = ("_sources", "_compiled", "_single", "_special", "limits", "_sandbox", "_plain_special", "_tokenizer")
 
     def __init__(
         self,
@@ -65,8 +66,11 @@ class ChatTemplate:
         *,
         special_tokens: Mapping[str, Any] | None = None,
         limits: Limits | None = None,
+        tokenizer: Any = None,
     ) -> None:
         self.limits = limits or DEFAULT_LIMITS
+        # a tokenizer.json path, model folder, tokenizers.Tokenizer or ChatTokenizer; loaded on first tokenize=True
+        self._tokenizer: Any = tokenizer
         self._sandbox: TemplateSandbox = sandbox_for(self.limits)
         self._special: dict[str, Any] = dict(special_tokens or {})
         self._plain_special: dict[str, Any] = _plain(self._special)
@@ -104,7 +108,8 @@ class ChatTemplate:
         folder = read_model_folder(path, limits=limits)
         if folder.chat_template is None:
             raise TemplateNotFoundError(f"the model folder {os.fspath(path)!r} has no chat template")
-        return cls(folder.chat_template, special_tokens=folder.template_kwargs, limits=limits)
+        tokenizer = path if os.path.isfile(os.path.join(path, "tokenizer.json")) else None
+        return cls(folder.chat_template, special_tokens=folder.template_kwargs, limits=limits, tokenizer=tokenizer)
 
     def save_pretrained(self, path: str | os.PathLike[str]) -> None:
         """Write the template(s) and special tokens to a model folder the way transformers saves them."""
@@ -116,6 +121,17 @@ class ChatTemplate:
     def special_tokens(self) -> dict[str, Any]:
         """The special tokens (and other variables) passed to every render; render keywords override them."""
         return dict(self._special)
+
+    @property
+    def tokenizer(self) -> Any:
+        """The :class:`~turnkit.render.ChatTokenizer` ``tokenize=True`` uses (loaded now if needed), or ``None``."""
+        if self._tokenizer is None:
+            return None
+        from turnkit.render._tokenize import ChatTokenizer
+
+        if not isinstance(self._tokenizer, ChatTokenizer):
+            self._tokenizer = ChatTokenizer.load(self._tokenizer, special_tokens=self._special)
+        return self._tokenizer
 
     @property
     def source(self) -> str | dict[str, str]:
@@ -142,6 +158,7 @@ class ChatTemplate:
         add_generation_prompt: bool = ...,
         continue_final_message: bool | str = ...,
         template_name: str | None = ...,
+        tokenize: Literal[False] = ...,
         **kwargs: Any,
     ) -> str: ...
 
@@ -155,8 +172,31 @@ class ChatTemplate:
         add_generation_prompt: bool = ...,
         continue_final_message: bool | str = ...,
         template_name: str | None = ...,
+        tokenize: Literal[False] = ...,
         **kwargs: Any,
     ) -> list[str]: ...
+
+    @overload
+    def render(
+        self,
+        conversation: Conversation | Sequence[Conversation],
+        *,
+        tools: Sequence[Mapping[str, Any] | Callable[..., Any]] | None = ...,
+        documents: Sequence[Mapping[str, Any]] | None = ...,
+        add_generation_prompt: bool = ...,
+        continue_final_message: bool | str = ...,
+        template_name: str | None = ...,
+        tokenize: bool = ...,
+        tokenizer: Any = ...,
+        return_dict: bool = ...,
+        return_assistant_tokens_mask: bool = ...,
+        return_tensors: str | None = ...,
+        padding: bool | str = ...,
+        truncation: bool | str = ...,
+        max_length: int | None = ...,
+        add_special_tokens: bool = ...,
+        **kwargs: Any,
+    ) -> Any: ...
 
     def render(
         self,
@@ -167,13 +207,42 @@ class ChatTemplate:
         add_generation_prompt: bool = False,
         continue_final_message: bool | str = False,
         template_name: str | None = None,
+        tokenize: bool = False,
+        tokenizer: Any = None,
+        return_dict: bool = True,
+        return_assistant_tokens_mask: bool = False,
+        return_tensors: str | None = None,
+        padding: bool | str = False,
+        truncation: bool | str = False,
+        max_length: int | None = None,
+        add_special_tokens: bool = False,
         **kwargs: Any,
-    ) -> str | list[str]:
-        """Render a conversation (or a list of conversations) into the prompt text.
+    ) -> Any:
+        """Render a conversation (or a list of conversations) into the prompt text, or its tokens.
 
         Identical to transformers' ``tokenizer.apply_chat_template(..., tokenize=False)``; where it fails, this
-        raises a :class:`~turnkit.TemplateError`.
+        raises a :class:`~turnkit.TemplateError`. With ``tokenize=True`` it returns what transformers 5.23 returns
+        with ``tokenize=True``: the token ids, or (``return_dict=True``) a dict of ``input_ids``,
+        ``attention_mask`` and, with ``return_assistant_tokens_mask=True``, ``assistant_masks``.
         """
+        if tokenize:
+            from turnkit.render._tokenize import tokenize_chat
+
+            def text() -> Any:
+                return self.render(conversation, tools=tools, documents=documents,
+                                   add_generation_prompt=add_generation_prompt,
+                                   continue_final_message=continue_final_message, template_name=template_name,
+                                   **kwargs)
+
+            return tokenize_chat(
+                self, conversation, tokenizer=tokenizer, render=text, return_dict=return_dict,
+                return_assistant_tokens_mask=return_assistant_tokens_mask, return_tensors=return_tensors,
+                padding=padding, truncation=truncation, max_length=max_length,
+                add_special_tokens=add_special_tokens, continue_final_message=continue_final_message,
+            )
+        if return_assistant_tokens_mask:
+            raise TemplateError("return_assistant_tokens_mask=True requires tokenize=True and return_dict=True",
+                                code="template_input")
         name = self._choose(template_name, tools)
         source = self._sources[name]
         if isinstance(conversation, list | tuple) and len(conversation) == 0:
@@ -359,8 +428,14 @@ def _run(
         context = sandbox.context_class(sandbox, {**sandbox.globals, **variables}, compiled.name, compiled.blocks)
         chunks = compiled.root_render_func(context)
         # Consume the output a few chunks at a time (at C speed), checking the cap between batches. A batch only
-        # holds references: every big string in it was already counted when the template built it.
-        while batch := list(islice(chunks, 16)):
+        # holds references: every big string in it was already counted when the template built it. Tracking
+        # ``{% generation %}`` spans takes one chunk at a time, so each block sees the length before it.
+        tracker = TRACKER.get()
+        step = 16
+        if tracker is not None:
+            tracker.start_render()
+            step = 1
+        while batch := list(islice(chunks, step)):
             total += sum(map(len, batch))
             if total > cap and not scaled:
                 cap, scaled = sandbox.output_cap(), True  # a long conversation may make a long prompt
@@ -369,6 +444,8 @@ def _run(
                     f"rendered prompt grew past {cap} characters (Limits.max_output_chars)", code="template_output"
                 )
             parts += batch
+            if tracker is not None:
+                tracker.length = total
             budget.check_time()
         budget.check_time()
         return "".join(parts)
@@ -454,6 +531,7 @@ def apply_chat_template(
     continue_final_message: bool | str = ...,
     template_name: str | None = ...,
     limits: Limits | None = ...,
+    tokenize: Literal[False] = ...,
     **kwargs: Any,
 ) -> str: ...
 
@@ -469,8 +547,33 @@ def apply_chat_template(
     continue_final_message: bool | str = ...,
     template_name: str | None = ...,
     limits: Limits | None = ...,
+    tokenize: Literal[False] = ...,
     **kwargs: Any,
 ) -> list[str]: ...
+
+
+@overload
+def apply_chat_template(
+    conversation: Conversation | Sequence[Conversation],
+    chat_template: str | Mapping[str, str] | ChatTemplate,
+    *,
+    tools: Sequence[Mapping[str, Any] | Callable[..., Any]] | None = ...,
+    documents: Sequence[Mapping[str, Any]] | None = ...,
+    add_generation_prompt: bool = ...,
+    continue_final_message: bool | str = ...,
+    template_name: str | None = ...,
+    limits: Limits | None = ...,
+    tokenize: bool = ...,
+    tokenizer: Any = ...,
+    return_dict: bool = ...,
+    return_assistant_tokens_mask: bool = ...,
+    return_tensors: str | None = ...,
+    padding: bool | str = ...,
+    truncation: bool | str = ...,
+    max_length: int | None = ...,
+    add_special_tokens: bool = ...,
+    **kwargs: Any,
+) -> Any: ...
 
 
 def apply_chat_template(
@@ -483,12 +586,15 @@ def apply_chat_template(
     continue_final_message: bool | str = False,
     template_name: str | None = None,
     limits: Limits | None = None,
+    tokenize: bool = False,
     **kwargs: Any,
-) -> str | list[str]:
+) -> Any:
     """Render ``conversation`` with ``chat_template``: the text transformers' ``apply_chat_template`` gives.
 
     Special tokens go in as keyword arguments (``bos_token="<s>"``), like any other template variable. Template
-    texts are compiled once and cached. A list of conversations gives a list of strings.
+    texts are compiled once and cached. A list of conversations gives a list of strings. ``tokenize=True`` (with
+    ``tokenizer=`` a ``tokenizer.json`` path, a model folder or a ``tokenizers.Tokenizer``) gives token ids or,
+    with ``return_dict=True``, ``input_ids``/``attention_mask``/``assistant_masks`` as transformers 5.23 does.
 
     Example::
 
@@ -510,5 +616,6 @@ def apply_chat_template(
         add_generation_prompt=add_generation_prompt,
         continue_final_message=continue_final_message,
         template_name=template_name,
+        tokenize=tokenize,
         **kwargs,
     )

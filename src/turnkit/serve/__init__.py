@@ -9,17 +9,10 @@ or build the ASGI app yourself::
 
 from __future__ import annotations
 
-from turnkit.errors import MissingDependencyError as _MissingDependencyError
+from turnkit._extras import require as _require
 
-try:
-    import httpx  # noqa: F401
-    import httpx_sse  # noqa: F401
-    import starlette  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised by a subprocess test without the extra
-    raise _MissingDependencyError(
-        f"turnkit.serve needs the serve extra ({exc.name} is missing): pip install 'turnkit[serve]'",
-        code="missing_dependency",
-    ) from exc
+for _module in ("starlette", "httpx", "httpx_sse"):
+    _require(_module, "serve", purpose="turnkit.serve")
 
 from turnkit.serve._app import create_app
 from turnkit.serve._chat import ChatRequest

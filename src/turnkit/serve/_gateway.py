@@ -76,7 +76,10 @@ class Gateway:
                                   param="chat_template_kwargs")
         kwargs = {**self.template_kwargs, **chat.chat_template_kwargs}
         try:
-            return self.template.render(messages, tools=self.prompt_tools(chat), add_generation_prompt=True, **kwargs)
+            prompt: str = self.template.render(
+                messages, tools=self.prompt_tools(chat), add_generation_prompt=True, **kwargs
+            )
+            return prompt
         except TemplateError as exc:
             raise BadRequestError(f"chat template error: {exc}", param="messages", code="template_error") from exc
 

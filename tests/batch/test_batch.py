@@ -1,0 +1,265 @@
+"""turnkit batch: files in, files out, bad rows recorded, order kept, resumable; local processes, Ray, datasets."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clirun import run_cli
+from turnkit import BatchInputError, ChatTemplate, MissingDependencyError
+from turnkit import batch as tbatch
+
+TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m.role }}\n"
+    "{% if m.role == 'assistant' %}{% generation %}{{ m.content }}<|im_end|>{% endgeneration %}"
+    "{% else %}{{ m.content }}<|im_end|>{% endif %}\n{% endfor %}"
+    "{% if tools %}<tools>{{ tools | map(attribute='function.name') | join(',') }}</tools>{% endif %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+SPECIAL = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}
+TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}}}
+
+
+def _chat(i: int) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": f"answer number {i}"}]
+
+
+def _good_rows(n: int) -> list[dict[str, Any]]:
+    return [{"id": i, "messages": _chat(i), **({"tools": [TOOL]} if i % 3 == 0 else {})} for i in range(n)]
+
+
+BAD_ROWS = [
+    ({"id": "bad-missing"}, "messages: missing"),
+    ({"id": "bad-role", "messages": [{"role": "wizard", "content": "x"}]}, "messages[0].role: unknown role"),
+    ({"id": "bad-content", "messages": [{"role": "user", "content": 5}]}, "messages[0].content: expected a string"),
+    ({"id": "bad-tool", "messages": _chat(1), "tools": [{"type": "function", "function": {"parameters": {}}}]},
+     "tools[0].function.name"),
+    ({"id": "bad-tool-type", "messages": _chat(1), "tools": "not json"}, "tools: is a string but not valid JSON"),
+]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model folder: chat template, special tokens and a tokenizer.json trained here."""
+    from tests.render.test_tokenize import _added_tokens, build_tokenizer
+
+    folder = tmp_path_factory.mktemp("model")
+    build_tokenizer("bpe", tuple(_added_tokens(TEMPLATE))).save(str(folder / "tokenizer.json"))
+    config = {"chat_template": TEMPLATE, **SPECIAL}
+    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+def _write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows),
+                    encoding="utf-8")
+    return path
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return list(pq.read_table(path).to_pylist())
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_render_rows_match_chat_template_and_keep_order(tmp_path: Path, model: Path) -> None:
+    rows = _good_rows(40)
+    source = _write_jsonl(tmp_path / "in.jsonl", rows)
+    summary = tbatch.render(source, tmp_path / "out.jsonl", model=model, masks=True, workers=2, batch_size=7)
+    assert (summary.rows, summary.errors) == (40, 0)
+    out = _read(tmp_path / "out.jsonl")
+    template = ChatTemplate.from_pretrained(model)
+    assert [row["id"] for row in out] == list(range(40))
+    for row in out:
+        tools = [TOOL] if row["id"] % 3 == 0 else None
+        assert row["prompt"] == template.render(row["messages"], tools=tools)
+        expected = template.render(row["messages"], tools=tools, tokenize=True, return_assistant_tokens_mask=True)
+        assert row["input_ids"] == expected["input_ids"]
+        assert row["assistant_masks"] == expected["assistant_masks"] and 1 in row["assistant_masks"]
+    assert "<tools>get_weather</tools>" in out[0]["prompt"] and "<tools>" not in out[1]["prompt"]
+
+
+def test_bad_rows_are_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    rows: list[Any] = [*_good_rows(2), *[bad for bad, _ in BAD_ROWS], "{not json", "[1, 2]", *_good_rows(1)]
+    source = _write_jsonl(tmp_path / "in.jsonl", rows)
+    template = tmp_path / "t.jinja"
+    template.write_text(TEMPLATE, encoding="utf-8")
+    summary = tbatch.render(source, tmp_path / "out.jsonl", template=template)
+    out = _read(tmp_path / "out.jsonl")
+    assert len(out) == len(rows) and summary.errors == len(BAD_ROWS) + 2
+    for row, (_, message) in zip(out[2:], BAD_ROWS, strict=False):
+        assert row["prompt"] is None and message in row["error"], row
+    assert "line 8: invalid JSON" in out[7]["error"] and "expected a JSON object, got list" in out[8]["error"]
+    assert out[-1]["error"] is None and out[-1]["prompt"]
+
+
+def test_parquet_in_and_out_streams_in_record_batches(tmp_path: Path, model: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = _good_rows(30)
+    pq.write_table(pa.Table.from_pylist([{"id": r["id"], "messages": r["messages"]} for r in rows]),
+                   tmp_path / "in.parquet", row_group_size=8)
+    summary = tbatch.render(tmp_path / "in.parquet", tmp_path / "out.parquet", model=model, tokenize=True,
+                            batch_size=5, workers=2)
+    assert summary.rows == 30 and summary.errors == 0
+    out = _read(tmp_path / "out.parquet")
+    assert [row["id"] for row in out] == [str(i) for i in range(30)]  # non-string input columns as JSON text
+    assert all(isinstance(row["input_ids"], list) and row["input_ids"] for row in out)
+    assert pq.ParquetFile(tmp_path / "out.parquet").metadata.num_row_groups == 6  # one atomic group per batch
+
+
+def test_corrupt_or_missing_input_fails_before_any_output(tmp_path: Path) -> None:
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1 this is not parquet")
+    with pytest.raises(BatchInputError, match="not a readable parquet file"):
+        tbatch.render(tmp_path / "bad.parquet", tmp_path / "out.jsonl", template=TEMPLATE)
+    assert not (tmp_path / "out.jsonl").exists()
+    with pytest.raises(BatchInputError, match="does not exist"):
+        tbatch.render(tmp_path / "nope.jsonl", tmp_path / "out.jsonl", template=TEMPLATE)
+    with pytest.raises(BatchInputError, match="unknown file kind"):
+        tbatch.render(tmp_path / "bad.parquet", tmp_path / "out.csv", template=TEMPLATE)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_interrupted_run_leaves_complete_rows_and_resume_carries_on(tmp_path: Path, suffix: str) -> None:
+    rows = _good_rows(50)
+    source = _write_jsonl(tmp_path / "in.jsonl", rows)
+    output = tmp_path / f"out{suffix}"
+    worker = tbatch.Renderer(template=TEMPLATE)
+
+    def stop(done: int) -> None:
+        if done >= 20:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        tbatch.run(worker, source, output, batch_size=10, on_batch=stop)
+    if suffix == ".jsonl":
+        with open(output, "a", encoding="utf-8") as handle:
+            handle.write('{"id": 20, "prompt": "cut in the midd')  # a line torn by a kill
+    partial = _read(output) if suffix == ".parquet" else _read_whole_lines(output)
+    assert len(partial) == 20
+    summary = tbatch.run(worker, source, output, batch_size=10, resume=True)
+    assert summary.skipped == 20 and summary.rows == 30
+    out = _read(output)
+    assert [int(row["id"]) for row in out] == list(range(50))
+
+
+def _read_whole_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n")[:-1]]
+
+
+def test_parse_rows_into_messages(tmp_path: Path) -> None:
+    outputs = [
+        {"generated_text": '<think>plan</think>Sure. <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'},
+        {"generated_text": "plain answer"},
+        {"generated_text": 17},
+    ]
+    source = _write_jsonl(tmp_path / "in.jsonl", outputs)
+    summary = tbatch.parse(source, tmp_path / "out.jsonl", format="hermes", workers=2)
+    out = _read(tmp_path / "out.jsonl")
+    assert summary.errors == 1 and "generated_text: expected the model output as a string, got int" in out[2]["error"]
+    assert out[0]["message"]["reasoning_content"] == "plan"
+    assert out[0]["message"]["tool_calls"][0]["function"] == {"name": "f", "arguments": '{"a": 1}'}
+    assert out[1]["message"]["content"] == "plain answer"
+
+
+def test_ray_data_llm_pre_and_postprocess(model: Path) -> None:
+    pre = tbatch.preprocess(model=model, sampling_params={"max_tokens": 8})
+    row = pre({"messages": [{"role": "user", "content": "hi"}], "tools": [TOOL]})
+    template = ChatTemplate.from_pretrained(model)
+    assert row["prompt"] == template.render([{"role": "user", "content": "hi"}], tools=[TOOL],
+                                            add_generation_prompt=True)
+    assert row["sampling_params"] == {"max_tokens": 8} and row["error"] is None
+    continued = pre({"messages": _chat(1)})
+    assert not continued["prompt"].endswith("<|im_start|>assistant\n")  # Ray's rule: last role is the assistant's
+    post = tbatch.postprocess("hermes")
+    parsed = post({"generated_text": '<tool_call>{"name": "f", "arguments": {}}</tool_call>'})
+    assert parsed["tool_calls"][0]["function"]["name"] == "f" and parsed["error"] is None
+    import pickle
+
+    assert pickle.loads(pickle.dumps(pre))({"messages": _chat(2)})["prompt"] == template.render(_chat(2))
+
+
+def test_renderer_on_columns_matches_rows(model: Path) -> None:
+    renderer = tbatch.renderer(model=model, masks=True)
+    columns = {"id": [0, 1], "messages": [_chat(0), _chat(1)]}
+    out = renderer(columns)
+    assert out["prompt"] == [renderer.row({"messages": _chat(i)})["prompt"] for i in range(2)]
+    assert len(out["assistant_masks"]) == 2 and out["error"] == [None, None]
+
+
+def test_datasets_map_batched_with_processes(model: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    dataset = datasets.Dataset.from_list([{"id": i, "messages": _chat(i)} for i in range(12)])
+    mapped = dataset.map(tbatch.renderer(model=model, tokenize=True), batched=True, batch_size=4, num_proc=2)
+    template = ChatTemplate.from_pretrained(model)
+    assert mapped["prompt"] == [template.render(_chat(i)) for i in range(12)]
+    assert mapped["input_ids"][5] == template.render(_chat(5), tokenize=True, return_dict=False)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_ray_engine_on_a_local_cluster(tmp_path: Path, model: Path) -> None:
+    try:
+        import ray  # noqa: F401
+        import ray.data  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI=true but ray is not installed: pip install 'turnkit[ray]'")
+        pytest.skip("ray is not installed (pip install 'turnkit[ray]')")
+    rows = _good_rows(24) + [BAD_ROWS[1][0]]
+    source = _write_jsonl(tmp_path / "in.jsonl", rows)
+    try:
+        summary = tbatch.render(source, tmp_path / "out.jsonl", model=model, masks=True, engine="ray", workers=2,
+                                batch_size=6)
+    finally:
+        import ray
+
+        ray.shutdown()
+    out = _read(tmp_path / "out.jsonl")
+    local = tbatch.Renderer(model=model, masks=True).rows(rows)
+    assert summary.rows == 25 and summary.errors == 1
+    assert out == local
+
+
+def test_missing_extra_is_a_one_line_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from turnkit._extras import require
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'turnkit\[batch\]'"):
+        require("pyarrow", "batch", purpose="parquet")
+    assert issubclass(MissingDependencyError, ImportError)
+
+
+def test_cli_batch_render_and_parse(tmp_path: Path, model: Path) -> None:
+    source = _write_jsonl(tmp_path / "in.jsonl", [*_good_rows(5), BAD_ROWS[0][0]])
+    result = run_cli("batch", "render", "--model", str(model), "--input", str(source), "--output",
+                     str(tmp_path / "out.jsonl"), "--masks", "--workers", "2", "--no-progress")
+    code, err = result.returncode, result.stderr
+    assert code == 0, err
+    assert "6 rows" in err and "1 errors" in err and "messages: missing" in err
+    assert len(_read(tmp_path / "out.jsonl")) == 6
+    result = run_cli("batch", "render", "--template", str(tmp_path / "none.jinja"), "--input", str(source),
+                     "--output", str(tmp_path / "o2.jsonl"))
+    code, err = result.returncode, result.stderr
+    assert code == 2 and "none.jinja" in err
+    (tmp_path / "bad.parquet").write_bytes(b"garbage")
+    result = run_cli("batch", "parse", "--format", "hermes", "--input", str(tmp_path / "bad.parquet"),
+                     "--output", str(tmp_path / "o3.jsonl"))
+    code, err = result.returncode, result.stderr
+    assert code == 2 and "not a readable parquet file" in err and not (tmp_path / "o3.jsonl").exists()
+
+
+@pytest.mark.parametrize("argv", [["batch", "--help"], ["batch", "render", "--help"], ["batch", "parse", "--help"]])
+def test_cli_help(argv: list[str]) -> None:
+    result = run_cli(*argv)
+    assert result.returncode == 0 and "usage: turnkit batch" in result.stdout
