@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from turnkit import outputs  # stdlib-only, ~20 ms to import
 from turnkit.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
+    DocstringParsingException,
     FormatNotFoundError,
     IncompleteInputError,
     JsonPatchError,
@@ -23,6 +26,7 @@ from turnkit.errors import (
     TemplateSecurityError,
     ToolSchemaError,
     TurnkitError,
+    TypeHintParsingException,
     UsageError,
 )
 from turnkit.limits import DEFAULT_LIMITS, Limits
@@ -41,8 +45,11 @@ from turnkit.tools import get_json_schema
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "ChatTemplate",
     "DEFAULT_LIMITS",
+    "DocstringParsingException",
     "FormatNotFoundError",
     "FormatSpec",
     "IncompleteInputError",
@@ -63,6 +70,7 @@ __all__ = [
     "TemplateSecurityError",
     "ToolSchemaError",
     "TurnkitError",
+    "TypeHintParsingException",
     "UsageError",
     "__version__",
     "apply_chat_template",

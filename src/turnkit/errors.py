@@ -4,11 +4,18 @@ All derive from :class:`TurnkitError` and, where one fits, from the matching bui
 ``except ValueError`` keeps working for callers that do not know turnkit. Errors carry data:
 a stable ``code``, and where it applies a ``position`` (character offset), a JSON ``pointer``
 and a short ``snippet`` of the offending input.
+
+Three families: bad input (``ParseError``, ``IncompleteInputError``, template and schema errors),
+misuse of the API (``UsageError`` and its ``ArgumentTypeError`` / ``ArgumentValueError``), and budgets
+(``LimitExceededError``). docs/errors.md draws the whole tree; a test keeps it equal to this module.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentTypeError",
+    "ArgumentValueError",
+    "DocstringParsingException",
     "FormatNotFoundError",
     "IncompleteInputError",
     "JsonPatchError",
@@ -23,6 +30,7 @@ __all__ = [
     "TemplateSecurityError",
     "ToolSchemaError",
     "TurnkitError",
+    "TypeHintParsingException",
     "UsageError",
 ]
 
@@ -78,6 +86,18 @@ class UsageError(TurnkitError, RuntimeError):
     code = "usage"
 
 
+class ArgumentTypeError(UsageError, TypeError):
+    """A public function or constructor got an argument of the wrong type; the message names the parameter."""
+
+    code = "argument_type"
+
+
+class ArgumentValueError(UsageError, ValueError):
+    """A public function or constructor got an argument of the right type but an unusable value."""
+
+    code = "argument_value"
+
+
 class LimitExceededError(TurnkitError):
     """A configured resource budget (size, depth, time, iterations) was exceeded."""
 
@@ -112,6 +132,18 @@ class ToolSchemaError(TurnkitError, TypeError):
     """A Python function could not be turned into a tool JSON schema."""
 
     code = "tool_schema"
+
+
+class TypeHintParsingException(ToolSchemaError):
+    """A tool function's type hint is missing or has no JSON schema (transformers' exception of that name)."""
+
+    # code stays "tool_schema": the class says which part of the function is at fault
+
+
+class DocstringParsingException(ToolSchemaError):
+    """A tool function's docstring is missing or lacks an argument (transformers' exception of that name)."""
+
+    # code stays "tool_schema"
 
 
 class ParseError(TurnkitError, ValueError):
@@ -153,7 +185,10 @@ class JsonPatchError(TurnkitError, ValueError):
 
 
 class OutputParseError(ParseError):
-    """A model reply did not match the requested format; ``feedback`` is meant for the model."""
+    """A model reply did not match the requested format (raised by ``turnkit.outputs`` parsers).
+
+    A :class:`ParseError` that also carries ``feedback`` (text meant for the model) and ``retryable``.
+    """
 
     code = "output_parse"
 
