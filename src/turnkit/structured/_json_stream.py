@@ -610,15 +610,18 @@ class JsonStream:
                     rest = text[pos:].lstrip(_NUMBER_CHARS)
                     if not rest:  # the number may continue in the next piece, if it can still become one
                         token = text[pos:]
-                        seen = self._nshape + token if self._nparts else token
-                        valid = _number_prefix(seen).end()  # type: ignore[union-attr]
-                        if valid < len(seen):
-                            raise self._error(
-                                f"invalid number: {seen[valid]!r} cannot follow {seen[:valid]!r}",
-                                text,
-                                pos + valid - (len(seen) - len(token)),
-                            )
-                        self._nshape = _number_shape(seen)
+                        if token.isdigit() and (self._nshape == "1" if self._nparts else token[0] != "0"):
+                            self._nshape = "1"  # integer digits: the common case, no regex
+                        else:
+                            seen = self._nshape + token if self._nparts else token
+                            valid = _number_prefix(seen).end()  # type: ignore[union-attr]
+                            if valid < len(seen):
+                                raise self._error(
+                                    f"invalid number: {seen[valid]!r} cannot follow {seen[:valid]!r}",
+                                    text,
+                                    pos + valid - (len(seen) - len(token)),
+                                )
+                            self._nshape = _number_shape(seen)
                         self._nparts.append(token)
                         break
                     end = n - len(rest)
