@@ -76,7 +76,9 @@ class TurnkitError(Exception):
         if where:
             text += f" ({', '.join(where)})"
         if self.snippet:
-            text += f": {self.snippet!r}"
+            # snippets are already printable (escaped or JSON-quoted where they are made): quote, never re-escape
+            quoted = self.snippet[0] in "\"…"
+            text += f": {self.snippet}" if quoted else f': "{self.snippet}"'
         return text
 
 

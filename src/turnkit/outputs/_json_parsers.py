@@ -158,9 +158,11 @@ class MarkdownJsonDictParser(MarkdownJsonObjectParser, DictFilterMixin):
         missing = [k for k in self.required_keys if k not in value]
         if missing:
             names = ", ".join(repr(k) for k in missing)
+            present = ", ".join(repr(k) for k in list(value)[:20])
             raise reply_error(
                 "missing_key",
-                f"the JSON dictionary lacks required key{'s' if len(missing) > 1 else ''} {names}",
+                f"the JSON dictionary lacks required key{'s' if len(missing) > 1 else ''} {names}"
+                f" (found {'keys ' + present if present else 'an empty object'})",
                 text,
                 pointer=pointer_join("", missing[0]),
                 hint=f"Include every required key: {', '.join(self.required_keys)}.",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from turnkit._held import held_tail
 from turnkit._json import pointer_join
-from turnkit.errors import UsageError
+from turnkit.errors import OutputParseError, UsageError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.outputs._base import DictFilterMixin, KeySelection, ParserBase
 from turnkit.outputs._feedback import reply_error
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["MultiTaggedContentParser", "TaggedContent", "TaggedReplyStream", "find_tag"]
 
 _INSTRUCTION = "Respond with specific tags as outlined below{json_required_hint}\n{tag_lines_format}"
-_JSON_REQUIRED_HINT = ", and the content between {} MUST be a JSON object:"
+_JSON_REQUIRED_HINT = ", and the content between {} MUST be valid JSON (e.g. true, 3, \"text\", [...] or {{...}}):"
 _SCHEMA_SUFFIX = (
     "\nThe contents of the tags, read as a JSON dictionary keyed by {names}, MUST follow this schema: \n{schema}"
 )
@@ -219,8 +219,22 @@ class MultiTaggedContentParser(ParserBase, DictFilterMixin):
             fence = find_fence(content, "json")
             if fence is not None:
                 region, region_offset = content[fence.start : fence.end], offset + fence.start
-        hint = f"The content between {tagged.tag_begin} and {tagged.tag_end} MUST be JSON."
-        value, json_repairs = load_json_reply(region, reply=text, offset=region_offset, limits=self.limits, hint=hint)
+        hint = f"The content between {tagged.tag_begin} and {tagged.tag_end} MUST be JSON (field {tagged.name!r})."
+        try:
+            value, json_repairs = load_json_reply(
+                region, reply=text, offset=region_offset, limits=self.limits, hint=hint
+            )
+        except OutputParseError as exc:
+            if exc.pointer is not None or not exc.retryable:
+                raise
+            raise reply_error(
+                exc.code,
+                f"field {tagged.name!r} ({tagged.tag_begin}...{tagged.tag_end}): {exc.message}",
+                text,
+                position=exc.position,
+                pointer=pointer_join("", tagged.name),
+                hint=hint,
+            ) from None
         repairs.extend(json_repairs)
         return value
 
