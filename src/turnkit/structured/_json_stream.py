@@ -254,7 +254,7 @@ class JsonStream:
         self._key = ""
         # the number being read
         self._nparts: list[str] = []
-        self._nshape = ""  # the number so far, reduced by _number_shape (read only while _nparts is not empty)
+        self._nshape = ""  # the number so far, or an equivalent short one (read only while _nparts is not empty)
         self._nstart = 0
         self._why_dead = ""
         self.__dict__["value"] = None
@@ -610,18 +610,22 @@ class JsonStream:
                     rest = text[pos:].lstrip(_NUMBER_CHARS)
                     if not rest:  # the number may continue in the next piece, if it can still become one
                         token = text[pos:]
-                        if token.isdigit() and (self._nshape == "1" if self._nparts else token[0] != "0"):
-                            self._nshape = "1"  # integer digits: the common case, no regex
-                        else:
-                            seen = self._nshape + token if self._nparts else token
-                            valid = _number_prefix(seen).end()  # type: ignore[union-attr]
-                            if valid < len(seen):
-                                raise self._error(
-                                    f"invalid number: {seen[valid]!r} cannot follow {seen[:valid]!r}",
-                                    text,
-                                    pos + valid - (len(seen) - len(token)),
-                                )
-                            self._nshape = _number_shape(seen)
+                        if token.isdigit():  # digits: valid after any start but "0", "-0" and a sign
+                            shape = self._nshape if self._nparts else "1" if token[0] != "0" else ""
+                            if shape and shape[-1] != "-" and shape != "0" and shape != "-0":
+                                self._nshape = shape if shape[-1].isdigit() else shape + "1"
+                                self._nparts.append(token)
+                                break
+                        seen = self._nshape + token if self._nparts else token
+                        valid = _number_prefix(seen).end()  # type: ignore[union-attr]
+                        if valid < len(seen):
+                            raise self._error(
+                                f"invalid number: {seen[valid]!r} cannot follow {seen[:valid]!r}",
+                                text,
+                                pos + valid - (len(seen) - len(token)),
+                            )
+                        # the number so far, or once long an equivalent short one (linear on endless digits)
+                        self._nshape = seen if len(seen) < 32 else _number_shape(seen)
                         self._nparts.append(token)
                         break
                     end = n - len(rest)
