@@ -10,7 +10,10 @@ from __future__ import annotations
 from turnkit import outputs  # stdlib-only, ~20 ms to import
 from turnkit._model_format import ModelFormat, detect_format, model_format
 from turnkit.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
     BatchInputError,
+    DocstringParsingException,
     FormatNotFoundError,
     IncompleteInputError,
     JsonPatchError,
@@ -29,6 +32,7 @@ from turnkit.errors import (
     TokenizerError,
     ToolSchemaError,
     TurnkitError,
+    TypeHintParsingException,
     UsageError,
 )
 from turnkit.limits import DEFAULT_LIMITS, Limits
@@ -51,10 +55,13 @@ from turnkit.tools import get_json_schema
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "BatchInputError",
     "ChatTemplate",
     "DEFAULT_LIMITS",
     "Detection",
+    "DocstringParsingException",
     "FormatNotFoundError",
     "FormatSpec",
     "IncompleteInputError",
@@ -82,6 +89,7 @@ __all__ = [
     "TokenizerError",
     "ToolSchemaError",
     "TurnkitError",
+    "TypeHintParsingException",
     "UsageError",
     "__version__",
     "apply_chat_template",

@@ -4,12 +4,19 @@ All derive from :class:`TurnkitError` and, where one fits, from the matching bui
 ``except ValueError`` keeps working for callers that do not know turnkit. Errors carry data:
 a stable ``code``, and where it applies a ``position`` (character offset), a JSON ``pointer``
 and a short ``snippet`` of the offending input.
+
+Three families: bad input (``ParseError``, ``IncompleteInputError``, template and schema errors),
+misuse of the API (``UsageError`` and its ``ArgumentTypeError`` / ``ArgumentValueError``), and budgets
+(``LimitExceededError``). docs/errors.md draws the whole tree; a test keeps it equal to this module.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "BatchInputError",
+    "DocstringParsingException",
     "FormatNotFoundError",
     "IncompleteInputError",
     "JsonPatchError",
@@ -28,6 +35,7 @@ __all__ = [
     "TokenizerError",
     "ToolSchemaError",
     "TurnkitError",
+    "TypeHintParsingException",
     "UsageError",
 ]
 
@@ -73,7 +81,9 @@ class TurnkitError(Exception):
         if where:
             text += f" ({', '.join(where)})"
         if self.snippet:
-            text += f": {self.snippet!r}"
+            # snippets are already printable (escaped or JSON-quoted where they are made): quote, never re-escape
+            quoted = self.snippet[0] in "\"…"
+            text += f": {self.snippet}" if quoted else f': "{self.snippet}"'
         return text
 
 
@@ -81,6 +91,18 @@ class UsageError(TurnkitError, RuntimeError):
     """The API was misused (e.g. feeding a closed parser): a bug in the caller, not bad input."""
 
     code = "usage"
+
+
+class ArgumentTypeError(UsageError, TypeError):
+    """A public function or constructor got an argument of the wrong type; the message names the parameter."""
+
+    code = "argument_type"
+
+
+class ArgumentValueError(UsageError, ValueError):
+    """A public function or constructor got an argument of the right type but an unusable value."""
+
+    code = "argument_value"
 
 
 class LimitExceededError(TurnkitError):
@@ -117,6 +139,18 @@ class ToolSchemaError(TurnkitError, TypeError):
     """A Python function could not be turned into a tool JSON schema."""
 
     code = "tool_schema"
+
+
+class TypeHintParsingException(ToolSchemaError):
+    """A tool function's type hint is missing or has no JSON schema (transformers' exception of that name)."""
+
+    # code stays "tool_schema": the class says which part of the function is at fault
+
+
+class DocstringParsingException(ToolSchemaError):
+    """A tool function's docstring is missing or lacks an argument (transformers' exception of that name)."""
+
+    # code stays "tool_schema"
 
 
 class ParseError(TurnkitError, ValueError):
@@ -158,7 +192,10 @@ class JsonPatchError(TurnkitError, ValueError):
 
 
 class OutputParseError(ParseError):
-    """A model reply did not match the requested format; ``feedback`` is meant for the model."""
+    """A model reply did not match the requested format (raised by ``turnkit.outputs`` parsers).
+
+    A :class:`ParseError` that also carries ``feedback`` (text meant for the model) and ``retryable``.
+    """
 
     code = "output_parse"
 

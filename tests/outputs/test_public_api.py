@@ -21,8 +21,12 @@ def test_public_classes_and_functions_have_docstrings() -> None:
             assert inspect.getdoc(obj), name
 
 
-def test_parse_error_is_the_output_parse_error() -> None:
-    assert outputs.ParseError is turnkit.OutputParseError
-    assert issubclass(outputs.ParseError, turnkit.ParseError)
-    assert issubclass(outputs.ParseError, turnkit.TurnkitError)
+def test_one_parse_error_and_its_output_subclass() -> None:
+    """One ParseError (turnkit's, re-exported); parsers raise its subclass OutputParseError (#16 class 7)."""
+    assert outputs.ParseError is turnkit.ParseError
+    assert outputs.OutputParseError is turnkit.OutputParseError
+    assert issubclass(outputs.OutputParseError, turnkit.ParseError)
+    assert issubclass(outputs.OutputParseError, turnkit.TurnkitError)
+    names = {name for name in dir(turnkit) + dir(outputs) if name.endswith("ParseError")}
+    assert names == {"ParseError", "OutputParseError"}
     assert turnkit.outputs is outputs

@@ -152,7 +152,7 @@ def test_dict_parser_hint_dict_or_string() -> None:
 def test_tagged_format_instruction_exact() -> None:
     assert werewolf_tagged_parser().format_instruction == (
         "Respond with specific tags as outlined below, and the content between [FINISH_DISCUSSION] and "
-        "[/FINISH_DISCUSSION] MUST be a JSON object:\n"
+        '[/FINISH_DISCUSSION] MUST be valid JSON (e.g. true, 3, "text", [...] or {...}):\n'
         "[THOUGHT]what you thought[/THOUGHT]\n"
         "[SPEAK]what you speak[/SPEAK]\n"
         "[FINISH_DISCUSSION]true/false, whether the discussion is finished[/FINISH_DISCUSSION]"
@@ -172,7 +172,7 @@ def test_tagged_format_instruction_names_every_json_tag() -> None:
     )
     assert parser.format_instruction.startswith(
         "Respond with specific tags as outlined below, and the content between <a> and </a>, <c> and </c> "
-        "MUST be a JSON object:\n"
+        'MUST be valid JSON (e.g. true, 3, "text", [...] or {...}):\n'
     )
 
 

@@ -173,7 +173,9 @@ EXPECTED_OUTPUT: list[str | Callable[[str], bool]] = [
     "def\n{'thought': 'abc', 'speak': 'def'}\nNone\n",
     "",
     "Respond with specific tags as outlined below, and the content between [FINISH_DISCUSSION] and "
-    "[/FINISH_DISCUSSION] MUST be a JSON object:\n[THOUGHT]what you thought[/THOUGHT]\n"
+    # deviation (#16): the seed says "MUST be a JSON object", wrong for a true/false field
+    '[/FINISH_DISCUSSION] MUST be valid JSON (e.g. true, 3, "text", [...] or {...}):\n'
+    "[THOUGHT]what you thought[/THOUGHT]\n"
     "[SPEAK]what you speak[/SPEAK]\n"
     "[FINISH_DISCUSSION]true/false, whether the discussion is finished[/FINISH_DISCUSSION]\n",
     # The seed shows the parsed dict; like AgentScope, parse returns the response, whose repr holds it.

@@ -127,22 +127,23 @@ def test_value_is_maintained_not_rebuilt() -> None:
     assert first["a"] is s.value["a"]
 
 
+# positions are the first character after which no completion is JSON (tests/structured/test_earliest_error.py)
 @pytest.mark.parametrize(
     ("text", "position"),
     [
         ('{"a": 1,}', 8),
         ("[1 2]", 3),
         ('{"a" 1}', 5),
-        ("[01]", 1),
+        ("[01]", 2),
         ("[NaN]", 1),
         ("[Infinity]", 1),
-        ("[-Infinity]", 1),
+        ("[-Infinity]", 2),
         ('["a\tb"]', 3),
-        ('["\\x"]', 2),
-        ("[truth]", 1),
+        ('["\\x"]', 3),
+        ("[truth]", 4),
         ("{} x", 3),
         ("\ufeff{}", 0),
-        ("[1.]", 1),
+        ("[1.]", 3),
     ],
 )
 def test_errors_have_position_and_snippet(text: str, position: int) -> None:

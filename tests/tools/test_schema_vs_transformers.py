@@ -90,3 +90,29 @@ def test_docstring_grammar_matches_transformers(pieces: list[str]) -> None:
     description, args, returns = chat_template_utils.parse_google_format_docstring(doc)
     parsed = parse_google_docstring(doc)
     assert (parsed.description, parsed.args, parsed.returns) == (description, args, returns)
+
+
+_TRANSFORMERS_KINDS = ("TypeHintParsingException", "DocstringParsingException")
+
+
+@pytest.mark.parametrize("case_id", [c for c in CASES if c.startswith("fail_")])
+def test_same_exception_kind_as_transformers(case_id: str) -> None:
+    """Code written for transformers catches TypeHintParsingException / DocstringParsingException: so does ours.
+
+    Where transformers raises one of them, turnkit raises its subclass of ToolSchemaError with that name;
+    elsewhere (a non-function, an unresolvable forward reference, bad ``(choices: ...)``) neither.
+    """
+    func = CASES[case_id]
+    _, expected = _reference(func)
+    with pytest.raises(turnkit.ToolSchemaError) as info:
+        turnkit.get_json_schema(func)
+    kind = type(expected).__name__
+    for name in _TRANSFORMERS_KINDS:
+        assert isinstance(info.value, getattr(turnkit, name)) == (kind == name), (kind, info.value)
+
+
+def test_exception_names_match_transformers() -> None:
+    for name in _TRANSFORMERS_KINDS:
+        ours = getattr(turnkit, name)
+        assert issubclass(ours, turnkit.ToolSchemaError) and ours.__name__ == name
+        assert hasattr(chat_template_utils, name)

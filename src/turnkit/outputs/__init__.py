@@ -2,13 +2,14 @@
 
 Each parser has a ``format_instruction`` to put in the prompt and a ``parse(response)`` that
 reads the reply into ``response.parsed``. Malformed replies are repaired where that is safe (each
-repair listed in ``response.repairs_applied``) or rejected with :class:`ParseError`, whose
-``feedback`` can be sent back to the model; :func:`parse_with_retry` does exactly that.
+repair listed in ``response.repairs_applied``) or rejected with :class:`OutputParseError` (a :class:`ParseError`), whose
+``feedback`` can be sent back to the model; :func:`parse_with_retry` does exactly that. ``ParseError``
+here is ``turnkit.ParseError`` itself, re-exported for ``except ParseError`` in AgentScope-style code.
 """
 
 from __future__ import annotations
 
-from turnkit.errors import OutputParseError as ParseError
+from turnkit.errors import OutputParseError, ParseError
 from turnkit.outputs._base import DictFilterMixin, KeySelection, ParserBase
 from turnkit.outputs._code_block import MarkdownCodeBlockParser
 from turnkit.outputs._feedback import MAX_FEEDBACK_BYTES
@@ -31,6 +32,7 @@ __all__ = [
     "Model",
     "ModelResponse",
     "MultiTaggedContentParser",
+    "OutputParseError",
     "ParseError",
     "ParserBase",
     "Repair",

@@ -12,7 +12,7 @@ from turnkit.errors import OutputParseError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.outputs._base import DictFilterMixin, KeySelection, ParserBase
 from turnkit.outputs._feedback import reply_error
-from turnkit.outputs._fences import find_fence
+from turnkit.outputs._fences import ends_in_string, find_fence, find_outside_strings
 from turnkit.outputs._json_repair import load_json_reply
 from turnkit.outputs._response import ModelResponse, Repair, as_response
 from turnkit.outputs._schema import ReplySchema, SchemaSpec, is_pydantic_model
@@ -30,8 +30,9 @@ _OBJECT_INSTRUCTION = (
 _SCHEMA_SUFFIX = "\nThe generated JSON {what} MUST follow this schema: \n{schema}"
 _FENCE_HINT = "Respond with the JSON in a ```json fenced code block."
 
-# A JSON preview starts after a fence opener, or at a bracket that begins a line.
-_JSON_START = re.compile(r"```|\n[ \t]*[\[{]")
+# A JSON preview starts after a fence opener outside a double-quoted string, or at a bracket that begins
+# a line; quotes are followed (escapes skipped, a line break ends a string) to tell where a fence is one.
+_LINE_BRACKET = re.compile(r"\n[ \t]*[\[{]")
 _MAX_CARRY = 64
 _JSON_LANGUAGES = frozenset({"", "json", "jsonc", "json5", "javascript", "js"})
 
@@ -157,9 +158,11 @@ class MarkdownJsonDictParser(MarkdownJsonObjectParser, DictFilterMixin):
         missing = [k for k in self.required_keys if k not in value]
         if missing:
             names = ", ".join(repr(k) for k in missing)
+            present = ", ".join(repr(k) for k in list(value)[:20])
             raise reply_error(
                 "missing_key",
-                f"the JSON dictionary lacks required key{'s' if len(missing) > 1 else ''} {names}",
+                f"the JSON dictionary lacks required key{'s' if len(missing) > 1 else ''} {names}"
+                f" (found {'keys ' + present if present else 'an empty object'})",
                 text,
                 pointer=pointer_join("", missing[0]),
                 hint=f"Include every required key: {', '.join(self.required_keys)}.",
@@ -182,6 +185,7 @@ class JsonReplyStream(ReplyStream):
         self._dead = False
         self._state = self._SEEK
         self._carry = "\n"  # the start of the reply counts as the start of a line
+        self._quoted = False  # inside a double-quoted string of the prose being skipped
 
     @property
     def value(self) -> Any:
@@ -204,19 +208,25 @@ class JsonReplyStream(ReplyStream):
         self._carry = ""
         while text:
             if self._state == self._SEEK:
-                match = _JSON_START.search(text)
-                if match is None:
-                    # Keep what could still begin a match: trailing backticks, or a newline and indentation.
+                fence = find_outside_strings(text, "```", quoted=self._quoted)
+                match = _LINE_BRACKET.search(text, 0, fence if fence >= 0 else len(text))
+                if match is None and fence < 0:
+                    # Keep what could still begin a match: trailing backticks, a newline and indentation,
+                    # or a backslash escaping the next piece's first character.
                     tail = text[-_MAX_CARRY:]
                     newline = tail.rfind("\n")
                     if newline >= 0 and not tail[newline + 1 :].strip(" \t"):
                         self._carry = tail[newline:]
+                    elif (len(text) - len(text.rstrip("\\"))) % 2:
+                        self._carry = "\\"
                     else:
                         self._carry = tail[len(tail.rstrip("`")) :][-2:]
+                    self._quoted = ends_in_string(text[: len(text) - len(self._carry)], self._quoted)
                     return []
-                if match.group() == "```":
+                self._quoted = False
+                if match is None:
                     self._state = self._INFO
-                    text = text[match.end() :]
+                    text = text[fence + 3 :]
                 else:
                     return self._start(text[match.end() - 1 :])
             elif self._state == self._INFO:

@@ -71,7 +71,7 @@ class ReplySchema:
                 retryable=False,
             ) from exc
         if problems:
-            raise _mismatch(problems, reply)
+            raise _mismatch(problems, reply, value)
         return value, None
 
     def _validate_pydantic(self, value: Any, reply: str) -> tuple[Any, Any]:
@@ -83,26 +83,58 @@ class ReplySchema:
             problems = []
             for error in exc.errors(include_url=False)[:5]:
                 pointer = pointer_join("", *error["loc"])
+                if error["type"] == "missing":
+                    problems.append((pointer, f"missing required key {json.dumps(str(error['loc'][-1]))}"))
+                    continue
                 shown = json.dumps(error.get("input"), ensure_ascii=False, default=str)
                 if len(shown) > 60:
                     shown = shown[:57] + "..."
-                problems.append((pointer, f"{error['msg']} (got {shown})"))
-            raise _mismatch(problems, reply) from None
+                problems.append((pointer, f"{error['msg']} (found {shown})"))
+            raise _mismatch(problems, reply, value) from None
         return instance.model_dump(), instance
 
 
-def _mismatch(problems: list[tuple[str, str]], reply: str) -> OutputParseError:
+def _mismatch(problems: list[tuple[str, str]], reply: str, value: Any) -> OutputParseError:
+    """``missing_key`` when the first problem is a missing required key, else ``schema_mismatch``."""
     details = "; ".join(f"{pointer or '/'}: {message}" for pointer, message in problems)
-    position = _locate(problems[0][0], reply)
-    err = reply_error(
+    pointer, first = problems[0]
+    if first.startswith("missing required key"):
+        missing = [m.removeprefix("missing required key ") for _, m in problems if m.startswith("missing required key")]
+        return reply_error(
+            "missing_key",
+            f"the JSON lacks required key{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+            f" (found {_keys(value, pointer)})",
+            reply,
+            pointer=pointer,
+            hint=f"Include every required key ({', '.join(missing)}) with a value of the type the schema asks for.",
+        )
+    hint = "Use exactly the types and values the schema asks for."
+    if any("bool" in message for _, message in problems):
+        hint += " true/false are JSON booleans, not strings."
+    return reply_error(
         "schema_mismatch",
         f"the JSON does not match the required schema: {details}",
         reply,
-        position=position,
-        pointer=problems[0][0],
-        hint="Use exactly the types the schema asks for (true/false are JSON booleans, not strings).",
+        position=_locate(pointer, reply),
+        pointer=pointer,
+        hint=hint,
     )
-    return err
+
+
+def _keys(value: Any, pointer: str) -> str:
+    """The keys present in the object that lacks a key (the parent of ``pointer``), for feedback."""
+    for part in [p for p in pointer.split("/") if p][:-1]:
+        key: Any = unescape_token(part)
+        if isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        elif isinstance(value, dict) and key in value:
+            value = value[key]
+        else:
+            return "another value"
+    if not isinstance(value, dict):
+        return "a value that is not an object"
+    keys = ", ".join(json.dumps(k, ensure_ascii=False) for k in list(value)[:20])
+    return f"keys {keys}" if keys else "an empty object"
 
 
 def _locate(pointer: str, reply: str) -> int | None:

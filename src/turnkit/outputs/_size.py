@@ -20,5 +20,6 @@ def check_size_of(size: int, limits: Limits) -> None:
             "input_too_large",
             f"the response is {size} characters, over the limit of {limits.max_input_chars}",
             "",
+            hint=f"Answer in at most {limits.max_input_chars} characters.",
             retryable=False,
         )

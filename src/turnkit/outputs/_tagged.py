@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from turnkit._held import held_tail
 from turnkit._json import pointer_join
-from turnkit.errors import UsageError
+from turnkit.errors import OutputParseError, UsageError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.outputs._base import DictFilterMixin, KeySelection, ParserBase
 from turnkit.outputs._feedback import reply_error
-from turnkit.outputs._fences import find_fence
+from turnkit.outputs._fences import ends_in_string, find_fence, find_outside_strings
 from turnkit.outputs._json_repair import load_json_reply
 from turnkit.outputs._response import ModelResponse, Repair, as_response
 from turnkit.outputs._schema import ReplySchema, SchemaSpec
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["MultiTaggedContentParser", "TaggedContent", "TaggedReplyStream", "find_tag"]
 
 _INSTRUCTION = "Respond with specific tags as outlined below{json_required_hint}\n{tag_lines_format}"
-_JSON_REQUIRED_HINT = ", and the content between {} MUST be a JSON object:"
+_JSON_REQUIRED_HINT = ", and the content between {} MUST be valid JSON (e.g. true, 3, \"text\", [...] or {{...}}):"
 _SCHEMA_SUFFIX = (
     "\nThe contents of the tags, read as a JSON dictionary keyed by {names}, MUST follow this schema: \n{schema}"
 )
@@ -189,7 +189,11 @@ class MultiTaggedContentParser(ParserBase, DictFilterMixin):
                 break
             begin, tagged = best
             start = begin + len(tagged.tag_begin)
-            end, exact = find_tag(text, tagged.tag_end, start)
+            end, exact = -1, True
+            if tagged.parse_json:  # a closing tag inside a JSON string is content ({"x": "[/A]"})
+                end = find_outside_strings(text, tagged.tag_end, start)
+            if end < 0:
+                end, exact = find_tag(text, tagged.tag_end, start)
             if end >= 0:
                 if not exact:
                     repairs.append(Repair.TAG_CASE)
@@ -215,8 +219,22 @@ class MultiTaggedContentParser(ParserBase, DictFilterMixin):
             fence = find_fence(content, "json")
             if fence is not None:
                 region, region_offset = content[fence.start : fence.end], offset + fence.start
-        hint = f"The content between {tagged.tag_begin} and {tagged.tag_end} MUST be JSON."
-        value, json_repairs = load_json_reply(region, reply=text, offset=region_offset, limits=self.limits, hint=hint)
+        hint = f"The content between {tagged.tag_begin} and {tagged.tag_end} MUST be JSON (field {tagged.name!r})."
+        try:
+            value, json_repairs = load_json_reply(
+                region, reply=text, offset=region_offset, limits=self.limits, hint=hint
+            )
+        except OutputParseError as exc:
+            if exc.pointer is not None or not exc.retryable:
+                raise
+            raise reply_error(
+                exc.code,
+                f"field {tagged.name!r} ({tagged.tag_begin}...{tagged.tag_end}): {exc.message}",
+                text,
+                position=exc.position,
+                pointer=pointer_join("", tagged.name),
+                hint=hint,
+            ) from None
         repairs.extend(json_repairs)
         return value
 
@@ -240,6 +258,7 @@ class TaggedReplyStream(ReplyStream):
         self._json: dict[str, JsonPreview] = {}
         self._stopped = False
         self._announced = False
+        self._quoted = False  # inside a JSON string of the open parse_json field (as far as it was emitted)
         self._longest_begin = max(len(t.tag_begin) for t in tagged_contents)
 
     @property
@@ -293,13 +312,22 @@ class TaggedReplyStream(ReplyStream):
     def _read_open(self, ops: list[Op]) -> bool:
         tagged = self._open
         assert tagged is not None
-        end = self._buf.find(tagged.tag_end)
+        if tagged.parse_json:  # a closing tag inside a JSON string is content, as in parse()
+            end = find_outside_strings(self._buf, tagged.tag_end, quoted=self._quoted)
+        else:
+            end = self._buf.find(tagged.tag_end)
         if end >= 0:
             self._emit(tagged, self._buf[:end], ops)
             self._buf = self._buf[end + len(tagged.tag_end) :]
             self._open = None
+            self._quoted = False
             return True
         safe = len(self._buf) - held_tail(self._buf, tagged.tag_end)
+        if tagged.parse_json and safe > 0:
+            head = self._buf[:safe]
+            if (len(head) - len(head.rstrip("\\"))) % 2:  # an escape continues in the next piece
+                safe -= 1
+            self._quoted = ends_in_string(self._buf[:safe], self._quoted)
         if safe > 0:
             self._emit(tagged, self._buf[:safe], ops)
             self._buf = self._buf[safe:]

@@ -60,6 +60,31 @@ _DEAD = _State.DEAD
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _NUMBER_CHARS = "0123456789eE.+-"
+# The longest start of a number token that some continuation can still make a number ("-", "1.", "1e+"
+# are such starts): where a token stops matching it is the first character no completion can accept.
+_NUMBER_PREFIX = re.compile(r"-?(?:(?:0|[1-9][0-9]*)(?:\.(?:[0-9]+(?:[eE][+-]?[0-9]*)?)?|[eE][+-]?[0-9]*)?)?")
+_number_prefix = _NUMBER_PREFIX.match
+
+
+def _number_shape(token: str) -> str:
+    """A valid number start reduced to the shortest one with the same continuations ("-12.50e" -> "1.1e")."""
+    if token == "-":
+        return token
+    e = max(token.find("e"), token.find("E"))
+    if e >= 0:
+        return "1e" + ("1" if token[-1].isdigit() else "+" if e < len(token) - 1 else "")
+    dot = token.find(".")
+    if dot >= 0:
+        return "1.1" if dot < len(token) - 1 else "1."
+    return "0" if token.lstrip("-") == "0" else "1"
+
+
+def _common_prefix(word: str, text: str) -> int:
+    """How many leading characters of ``text`` spell the start of ``word``."""
+    k = 0
+    while k < len(word) and k < len(text) and word[k] == text[k]:
+        k += 1
+    return k
 _NUMBER_START = "-0123456789"
 _HEX_DIGITS = "0123456789abcdefABCDEF"
 # String content up to the next quote, backslash that starts an unfinished escape, or control character
@@ -73,8 +98,7 @@ _ESCAPE_TAIL = re.compile(
     r"\\(?:u(?:[0-9a-fA-F]{0,3}|[dD][89abAB][0-9a-fA-F]{2}(?:\\(?:u(?:[dD](?:[c-fC-F][0-9a-fA-F]{0,2})?)?)?)?))?"
 )
 _PREFIX_START = re.compile(r"[\[{]")
-_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
-_HEX_PREFIX = re.compile(r"[0-9a-fA-F]{0,3}")
+_HEX_RUN = re.compile(r"[0-9a-fA-F]*")
 _LOW_ESCAPE = re.compile(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 _LOW_ESCAPE_PREFIX = re.compile(r"(?:\\(?:u(?:[dD](?:[c-fC-F][0-9a-fA-F]{0,2})?)?)?)?")
 _EAGER_LIMIT = 4096  # an open string is kept current in its container until this much input has gone into it
@@ -188,6 +212,7 @@ class JsonStream:
         "_max_chars",
         "_max_depth",
         "_nparts",
+        "_nshape",
         "_nstart",
         "_scont",
         "_scur",
@@ -229,6 +254,7 @@ class JsonStream:
         self._key = ""
         # the number being read
         self._nparts: list[str] = []
+        self._nshape = ""  # the number so far, or an equivalent short one (read only while _nparts is not empty)
         self._nstart = 0
         self._why_dead = ""
         self.__dict__["value"] = None
@@ -484,7 +510,7 @@ class JsonStream:
                                 self._carry = text[pos:]  # the rest of the literal is in the next piece
                                 break
                             else:
-                                raise self._error(f"expected a JSON value, found {c!r}", text, pos)
+                                raise self._literal_error(word, text, pos)
                         frame = stack[-1]
                         cont = frame[0]
                         if frame[1]:
@@ -582,8 +608,25 @@ class JsonStream:
                         raise self._error(f"control character {c!r} in a key must be escaped", text, pos)
                 elif state is _NUMBER:
                     rest = text[pos:].lstrip(_NUMBER_CHARS)
-                    if not rest:  # the number may continue in the next piece
-                        self._nparts.append(text[pos:])
+                    if not rest:  # the number may continue in the next piece, if it can still become one
+                        token = text[pos:]
+                        if token.isdigit():  # digits: valid after any start but "0", "-0" and a sign
+                            shape = self._nshape if self._nparts else "1" if token[0] != "0" else ""
+                            if shape and shape[-1] != "-" and shape != "0" and shape != "-0":
+                                self._nshape = shape if shape[-1].isdigit() else shape + "1"
+                                self._nparts.append(token)
+                                break
+                        seen = self._nshape + token if self._nparts else token
+                        valid = _number_prefix(seen).end()  # type: ignore[union-attr]
+                        if valid < len(seen):
+                            raise self._error(
+                                f"invalid number: {seen[valid]!r} cannot follow {seen[:valid]!r}",
+                                text,
+                                pos + valid - (len(seen) - len(token)),
+                            )
+                        # the number so far, or once long an equivalent short one (linear on endless digits)
+                        self._nshape = seen if len(seen) < 32 else _number_shape(seen)
+                        self._nparts.append(token)
                         break
                     end = n - len(rest)
                     token = text[pos:end]
@@ -655,7 +698,7 @@ class JsonStream:
         if self._state is _NUMBER:
             try:
                 self._finish_number(ops)
-            except ParseError:
+            except (ParseError, IncompleteInputError):
                 self._die("failed")
                 raise
         if self._state not in (_DONE, _TRAIL):
@@ -785,11 +828,21 @@ class JsonStream:
             if pos + len(piece) == len(text) and word.startswith(piece):
                 self._carry = piece  # the rest of the literal is in the next piece
                 return len(text)
+            raise self._literal_error(word, text, pos)
         raise self._error(f"expected a JSON value, found {c!r}", text, pos)
+
+    def _literal_error(self, word: str, text: str, pos: int) -> ParseError:
+        """``text[pos:]`` starts like ``word`` but is not it: the error is at the first character that differs."""
+        k = _common_prefix(word, text[pos : pos + len(word)])
+        return self._error(f"invalid literal: expected {word!r}, found {text[pos + k]!r}", text, pos + k)
 
     def _finish_number(self, ops: list[Op]) -> None:
         token = "".join(self._nparts)
         self._nparts = []
+        if _number_prefix(token).end() == len(token) and _number_full(token) is None:  # type: ignore[union-attr]
+            raise IncompleteInputError(
+                f"the number {token[:40]!r} is incomplete", code="json_incomplete", position=self._total
+            )
         number = self._number(token, self._nstart)
         self._put(number, number, ops)
         self._state = _AFTER if self._stack else self._end_state
@@ -798,8 +851,10 @@ class JsonStream:
         """A complete number token as ``json.loads`` reads it (syntax checked here)."""
         m = _number_full(token)
         if m is None:
+            # the first character no continuation accepts: inside the token, or the one after it ("1." then "]")
+            valid = _number_prefix(token).end()  # type: ignore[union-attr]
             raise ParseError(
-                f"invalid number {token[:40]!r}", code="json_syntax", position=position, snippet=token[:40]
+                f"invalid number {token[:40]!r}", code="json_syntax", position=position + valid, snippet=token[:40]
             )
         if m.lastindex is None:
             try:
@@ -819,15 +874,14 @@ class JsonStream:
         if c != "u":
             decoded = _SIMPLE_ESCAPES.get(c)
             if decoded is None:
-                raise self._error(f"invalid escape '\\{c}' in a string", text, pos)
+                raise self._error(f"invalid escape '\\{c}' in a string", text, pos + 1)
             return decoded, pos + 2
         hexpart = text[pos + 2 : pos + 6]
+        valid = _HEX_RUN.match(hexpart).end()  # type: ignore[union-attr]
+        if valid < len(hexpart):  # the first character that is not a hex digit
+            raise self._error("invalid \\u escape in a string", text, pos + 2 + valid)
         if len(hexpart) < 4:
-            if _HEX_PREFIX.fullmatch(hexpart) is None:
-                raise self._error("invalid \\u escape in a string", text, pos)
             return None, pos
-        if _HEX4.fullmatch(hexpart) is None:
-            raise self._error("invalid \\u escape in a string", text, pos)
         code = int(hexpart, 16)
         if 0xD800 <= code <= 0xDBFF:
             follow = text[pos + 6 : pos + 12]

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any, Literal, Union, get_args, get_origin
 
-from turnkit.errors import ToolSchemaError
+from turnkit.errors import DocstringParsingException, ToolSchemaError, TypeHintParsingException
 from turnkit.tools._docstring import parse_google_docstring
 
 __all__ = ["get_json_schema"]
@@ -163,7 +163,7 @@ def _build(func: Callable[..., Any]) -> Schema:
 
     doc = inspect.getdoc(func)
     if not doc:
-        raise ToolSchemaError(f"cannot build a tool schema for {label}: it has no docstring")
+        raise DocstringParsingException(f"cannot build a tool schema for {label}: it has no docstring")
 
     try:
         hints = typing.get_type_hints(func)
@@ -180,7 +180,9 @@ def _build(func: Callable[..., Any]) -> Schema:
         if param_name == implicit:
             continue
         if param.annotation is inspect.Parameter.empty:
-            raise ToolSchemaError(f"cannot build a tool schema for {label}: argument {param_name!r} has no type hint")
+            raise TypeHintParsingException(
+                f"cannot build a tool schema for {label}: argument {param_name!r} has no type hint"
+            )
         if param.kind in _VARIADIC:
             has_variadic = True
         elif param.default is inspect.Parameter.empty:
@@ -195,9 +197,9 @@ def _build(func: Callable[..., Any]) -> Schema:
         except _HintError as exc:
             if hint_name != "return":  # the model never writes the return value: an odd one is left out
                 message = f"cannot build a tool schema for {label}, argument {hint_name!r}: {exc}"
-                raise ToolSchemaError(message) from None
+                raise TypeHintParsingException(message) from None
         except Exception as exc:  # e.g. an unhashable annotation object: fails in transformers too
-            raise ToolSchemaError(
+            raise TypeHintParsingException(
                 f"cannot build a tool schema for {label}, argument {hint_name!r}: unusable type hint ({exc!r})"
             ) from exc
 
@@ -207,7 +209,7 @@ def _build(func: Callable[..., Any]) -> Schema:
         returns["description"] = parsed.returns
     for arg, schema in properties.items():
         if arg not in parsed.args:
-            raise ToolSchemaError(
+            raise DocstringParsingException(
                 f"cannot build a tool schema for {label}: the docstring has no description for argument {arg!r} "
                 "(expected a Google-style 'Args:' block)"
             )
