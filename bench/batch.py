@@ -47,8 +47,10 @@ def _conversations(n: int) -> list[list[dict[str, str]]]:
         turns = []
         for t in range(1 + i % 4):
             words = " ".join(WORDS[(i + t + k) % len(WORDS)] for k in range(20 + (i * 7 + t) % 60))
-            turns += [{"role": "user", "content": f"Q{i}.{t}: {words}?"},
-                      {"role": "assistant", "content": f"A{i}.{t}: {words}."}]
+            turns += [
+                {"role": "user", "content": f"Q{i}.{t}: {words}?"},
+                {"role": "assistant", "content": f"A{i}.{t}: {words}."},
+            ]
         chats.append([{"role": "system", "content": "You are helpful."}, *turns])
     return chats
 
@@ -103,21 +105,24 @@ def main() -> None:
             from transformers import PreTrainedTokenizerFast
             from transformers.utils import logging
         logging.set_verbosity_error()
-        reference = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), chat_template=source,
-                                            **SPECIAL)
+        reference = PreTrainedTokenizerFast(
+            tokenizer_file=str(folder / "tokenizer.json"), chat_template=source, **SPECIAL
+        )
         rows = len(chats)
         results["transformers text"] = _median_rate(
-            lambda: [reference.apply_chat_template(c, tokenize=False) for c in chats], rows, repeat)
+            lambda: [reference.apply_chat_template(c, tokenize=False) for c in chats], rows, repeat
+        )
         results["turnkit text"] = _median_rate(lambda: [template.render(c) for c in chats], rows, repeat)
         results["transformers tokens+masks"] = _median_rate(
-            lambda: [reference.apply_chat_template(c, return_assistant_tokens_mask=True) for c in chats], rows,
-            repeat)
+            lambda: [reference.apply_chat_template(c, return_assistant_tokens_mask=True) for c in chats], rows, repeat
+        )
         results["turnkit tokens+masks"] = _median_rate(
-            lambda: [template.render(c, tokenize=True, return_assistant_tokens_mask=True) for c in chats], rows,
-            repeat)
+            lambda: [template.render(c, tokenize=True, return_assistant_tokens_mask=True) for c in chats], rows, repeat
+        )
         worker = tbatch.Renderer(model=folder, masks=True)
         results["turnkit Renderer.rows (tokens+masks, batched)"] = _median_rate(
-            lambda: worker.rows([{"messages": c} for c in chats]), rows, repeat)
+            lambda: worker.rows([{"messages": c} for c in chats]), rows, repeat
+        )
 
         data = Path(tmp) / "in.jsonl"
         data.write_text("".join(json.dumps({"messages": c}) + "\n" for c in chats), encoding="utf-8")
@@ -126,7 +131,11 @@ def main() -> None:
                 out = Path(tmp) / f"out-{engine}-{workers}.jsonl"
                 results[f"turnkit batch --engine {engine} --workers {workers} (file to file)"] = _median_rate(
                     lambda out=out, workers=workers, engine=engine: tbatch.run(
-                        worker, data, out, workers=workers, engine=engine, batch_size=128), rows, repeat)
+                        worker, data, out, workers=workers, engine=engine, batch_size=128
+                    ),
+                    rows,
+                    repeat,
+                )
         if args.datasets:
             import datasets
 
@@ -139,31 +148,53 @@ def main() -> None:
 
             for workers in (1, 2):
                 results[f"datasets.map transformers num_proc={workers}"] = _median_rate(
-                    lambda workers=workers: dataset.map(hf_map, batched=True, batch_size=128,
-                                                        num_proc=workers if workers > 1 else None,
-                                                        load_from_cache_file=False), rows, repeat)
+                    lambda workers=workers: dataset.map(
+                        hf_map,
+                        batched=True,
+                        batch_size=128,
+                        num_proc=workers if workers > 1 else None,
+                        load_from_cache_file=False,
+                    ),
+                    rows,
+                    repeat,
+                )
                 results[f"datasets.map turnkit num_proc={workers}"] = _median_rate(
-                    lambda workers=workers: dataset.map(worker, batched=True, batch_size=128,
-                                                        num_proc=workers if workers > 1 else None,
-                                                        load_from_cache_file=False), rows, repeat)
+                    lambda workers=workers: dataset.map(
+                        worker,
+                        batched=True,
+                        batch_size=128,
+                        num_proc=workers if workers > 1 else None,
+                        load_from_cache_file=False,
+                    ),
+                    rows,
+                    repeat,
+                )
     width = max(map(len, results))
-    print(f"{rows} conversations, template {'SmolLM3-3B' if source != CHATML else 'ChatML'}, "
-          f"{os.cpu_count()} CPUs, median of {repeat}")
+    print(
+        f"{rows} conversations, template {'SmolLM3-3B' if source != CHATML else 'ChatML'}, "
+        f"{os.cpu_count()} CPUs, median of {repeat}"
+    )
     for name, rate in results.items():
         print(f"  {name:<{width}}  {rate:>9.0f} conv/s")
     print("ratios:")
     print(f"  text   turnkit / transformers: {results['turnkit text'] / results['transformers text']:.2f}x")
-    print(f"  tokens turnkit / transformers: "
-          f"{results['turnkit tokens+masks'] / results['transformers tokens+masks']:.2f}x")
-    print(f"  tokens turnkit batched / transformers: "
-          f"{results['turnkit Renderer.rows (tokens+masks, batched)'] / results['transformers tokens+masks']:.2f}x")
+    print(
+        f"  tokens turnkit / transformers: "
+        f"{results['turnkit tokens+masks'] / results['transformers tokens+masks']:.2f}x"
+    )
+    print(
+        f"  tokens turnkit batched / transformers: "
+        f"{results['turnkit Renderer.rows (tokens+masks, batched)'] / results['transformers tokens+masks']:.2f}x"
+    )
     for engine in ["local", "ray"] if args.ray else ["local"]:
         one = results[f"turnkit batch --engine {engine} --workers 1 (file to file)"]
         two = results[f"turnkit batch --engine {engine} --workers 2 (file to file)"]
         print(f"  {engine} 2 workers / 1 worker: {two / one:.2f}x")
     if args.datasets:
-        print(f"  datasets turnkit / transformers (num_proc=1): "
-              f"{results['datasets.map turnkit num_proc=1'] / results['datasets.map transformers num_proc=1']:.2f}x")
+        print(
+            f"  datasets turnkit / transformers (num_proc=1): "
+            f"{results['datasets.map turnkit num_proc=1'] / results['datasets.map transformers num_proc=1']:.2f}x"
+        )
     own, children = _peak_mb()
     print(f"peak RSS: this process {own:.0f} MB, largest worker {children:.0f} MB")
 

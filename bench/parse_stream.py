@@ -64,7 +64,7 @@ def hermes_output(size: int) -> str:
     i = 0
     while sum(map(len, parts)) < size:
         args = {"city": f"City number {i}", "days": i % 7, "notes": "sunny " * 20, "tags": ["a", "b", str(i)]}
-        parts.append(f'<tool_call>\n{json.dumps({"name": "get_weather", "arguments": args})}\n</tool_call>\n')
+        parts.append(f"<tool_call>\n{json.dumps({'name': 'get_weather', 'arguments': args})}\n</tool_call>\n")
         i += 1
     return "".join(parts)
 
@@ -151,8 +151,10 @@ def main() -> int:
                 tf_text = f"{tf / len(chunks) * 1e6:.2f}"
                 ratio = f"{tf / tk:.1f}x"
                 tf_calls = str(calls)
-            print(f"| {name} | {size // 1000} KB | {len(chunks)} | {tk / len(chunks) * 1e6:.2f} | {tf_text} | "
-                  f"{ratio} | {tk_calls} / {tf_calls} |")
+            print(
+                f"| {name} | {size // 1000} KB | {len(chunks)} | {tk / len(chunks) * 1e6:.2f} | {tf_text} | "
+                f"{ratio} | {tk_calls} / {tf_calls} |"
+            )
     print("\n| parser | format | time growth exponent 20 KB -> 200 KB |\n|---|---|---|")
     for (who, name), (t20, t200) in exponents.items():
         print(f"| {who} | {name} | {math.log(t200 / t20) / math.log(10):.2f} |")

@@ -56,8 +56,11 @@ def _app(chunks: int, delay: float) -> tuple[object, ReplayBackend]:
     async def raw(request: Request) -> Response:
         async def events() -> AsyncIterator[bytes]:
             async for chunk in backend.stream("x", SamplingParams()):
-                payload = {"id": "c", "object": "text_completion", "choices": [
-                    {"index": 0, "text": chunk.text, "finish_reason": chunk.finish_reason}]}
+                payload = {
+                    "id": "c",
+                    "object": "text_completion",
+                    "choices": [{"index": 0, "text": chunk.text, "finish_reason": chunk.finish_reason}],
+                }
                 yield b"data: " + json.dumps(payload).encode() + b"\n\n"
             yield b"data: [DONE]\n\n"
 
@@ -69,8 +72,11 @@ def _app(chunks: int, delay: float) -> tuple[object, ReplayBackend]:
 
 class Server:
     def __init__(self, app: object) -> None:
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error",
-                                                    lifespan="off", limit_concurrency=None, backlog=4096))
+        self.server = uvicorn.Server(
+            uvicorn.Config(
+                app, host="127.0.0.1", port=0, log_level="error", lifespan="off", limit_concurrency=None, backlog=4096
+            )
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         while not self.server.started:
@@ -127,8 +133,9 @@ async def _concurrent(url: str, streams: int) -> tuple[int, float]:
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
         started = time.perf_counter()
         body = {"messages": PROMPT_MESSAGES, "stream": True}
-        results = await asyncio.gather(*[_one(client, url + "/v1/chat/completions", body) for _ in range(streams)],
-                                       return_exceptions=True)
+        results = await asyncio.gather(
+            *[_one(client, url + "/v1/chat/completions", body) for _ in range(streams)], return_exceptions=True
+        )
         elapsed = time.perf_counter() - started
     complete = sum(1 for r in results if isinstance(r, tuple) and r[2] > 3)
     return complete, elapsed
@@ -151,10 +158,14 @@ def main() -> None:
         server.stop()
     med = {k: statistics.median(v) for k, v in t.items()}
     print(f"{'row':<36}{'raw backend':>14}{'turnkit':>14}{'added':>14}")
-    print(f"{'time to first token':<36}{med['raw_ttft'] * 1e3:>11.3f} ms{med['tk_ttft'] * 1e3:>11.3f} ms"
-          f"{(med['tk_ttft'] - med['raw_ttft']) * 1e3:>11.3f} ms")
-    print(f"{f'per chunk ({chunks} chunks)':<36}{med['raw_chunk'] * 1e6:>11.1f} µs{med['tk_chunk'] * 1e6:>11.1f} µs"
-          f"{(med['tk_chunk'] - med['raw_chunk']) * 1e6:>11.1f} µs")
+    print(
+        f"{'time to first token':<36}{med['raw_ttft'] * 1e3:>11.3f} ms{med['tk_ttft'] * 1e3:>11.3f} ms"
+        f"{(med['tk_ttft'] - med['raw_ttft']) * 1e3:>11.3f} ms"
+    )
+    print(
+        f"{f'per chunk ({chunks} chunks)':<36}{med['raw_chunk'] * 1e6:>11.1f} µs{med['tk_chunk'] * 1e6:>11.1f} µs"
+        f"{(med['tk_chunk'] - med['raw_chunk']) * 1e6:>11.1f} µs"
+    )
 
     app, _ = _app(8, 0.5)  # 13 chunks, one every 0.5 s: every stream is held open ~6 s
     server = Server(app)
@@ -162,8 +173,10 @@ def main() -> None:
         complete, elapsed = asyncio.run(_concurrent(server.url, streams))
     finally:
         server.stop()
-    print(f"concurrent streams held: {complete}/{streams} complete, all in {elapsed:.1f} s "
-          f"(each ~6 s long, one chunk per 0.5 s)")
+    print(
+        f"concurrent streams held: {complete}/{streams} complete, all in {elapsed:.1f} s "
+        f"(each ~6 s long, one chunk per 0.5 s)"
+    )
 
 
 if __name__ == "__main__":

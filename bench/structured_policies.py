@@ -56,7 +56,7 @@ class Review(BaseModel):
     body: Annotated[str, WithState()]
 
 
-_TEXT = ["음식이 맛있어요. ", "Great food, \"fresh\" ingredients. ", "인테리어가 멋져요! ", "Line\n\tbreak. ", "🍽️🥗 "]
+_TEXT = ["음식이 맛있어요. ", 'Great food, "fresh" ingredients. ', "인테리어가 멋져요! ", "Line\n\tbreak. ", "🍽️🥗 "]
 
 
 def make_document(size: int, rng: random.Random) -> str:
@@ -131,8 +131,10 @@ def main() -> None:
             median = statistics.median(times)
             last[name] = (size, median)
             floor = floor or median
-            print(f"{nbytes / 1000:>7.0f}KB | {name:34} | {median * 1000:>10.1f} | {nbytes / median / 1e6:>7.2f} | "
-                  f"{median / floor:>12.1f}x")
+            print(
+                f"{nbytes / 1000:>7.0f}KB | {name:34} | {median * 1000:>10.1f} | {nbytes / median / 1e6:>7.2f} | "
+                f"{median / floor:>12.1f}x"
+            )
         print("-" * 87)
 
 

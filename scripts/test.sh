@@ -32,6 +32,7 @@ export PATH="$PWD/.venv/bin:$PWD/.refs/node/node_modules/.bin:$PATH"
 
 echo "== ruff"
 .venv/bin/ruff check .
+.venv/bin/ruff format --check .
 echo "== mypy"
 .venv/bin/mypy
 echo "== pytest"

@@ -73,7 +73,13 @@ def test_success_calls_the_function_and_feeds_the_result_back() -> None:
     model = Scripted("<think>add</think>" + _call("add", '{"a": 2, "b": 3}'), "It is 5.")
     events = _events(_agent(model))
     assert [type(e).__name__ for e in events if not isinstance(e, StepDelta)] == [
-        "StepStarted", "ToolResult", "StepFinished", "StepStarted", "StepFinished", "AgentFinished"]
+        "StepStarted",
+        "ToolResult",
+        "StepFinished",
+        "StepStarted",
+        "StepFinished",
+        "AgentFinished",
+    ]
     (result,) = _results(events)
     assert result.ok and result.output == 5 and result.content == "5" and result.arguments == {"a": 2, "b": 3}
     final = events[-1]
@@ -97,11 +103,14 @@ def test_an_exception_goes_back_to_the_model_as_the_tool_message() -> None:
     assert events[-1].reason == "stop"
 
 
-@pytest.mark.parametrize(("arguments", "needle"), [
-    ('{"a": "two", "b": 3}', "/a"),
-    ('{"a": 2}', "b"),
-    ('[1, 2]', "invalid arguments for counted_add"),
-])
+@pytest.mark.parametrize(
+    ("arguments", "needle"),
+    [
+        ('{"a": "two", "b": 3}', "/a"),
+        ('{"a": 2}', "b"),
+        ("[1, 2]", "invalid arguments for counted_add"),
+    ],
+)
 def test_invalid_arguments_go_back_as_the_tool_message_without_calling(arguments: str, needle: str) -> None:
     calls: list[Any] = []
 

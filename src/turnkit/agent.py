@@ -154,15 +154,23 @@ class _Accumulator:
         for call in delta.get("tool_calls") or ():
             function = call.get("function") or {}
             if "id" in call:
-                self.calls.append({"id": call["id"], "type": "function",
-                                   "function": {"name": function.get("name", ""), "arguments": ""}})
+                self.calls.append(
+                    {
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": function.get("name", ""), "arguments": ""},
+                    }
+                )
             if function.get("arguments") and self.calls:
                 self.calls[-1]["function"]["arguments"] += function["arguments"]
 
     @property
     def message(self) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content) or None,
-                                   "reasoning_content": "".join(self.reasoning) or None}
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": "".join(self.content) or None,
+            "reasoning_content": "".join(self.reasoning) or None,
+        }
         if self.calls:
             message["tool_calls"] = self.calls
         return message
@@ -174,8 +182,9 @@ class _BackendStep:
     def __init__(self, agent: Agent, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> None:
         assert agent.template is not None and agent.format is not None
         self.agent = agent
-        self.prompt = agent.template.render(_template_messages(messages), tools=tools, add_generation_prompt=True,
-                                            **agent.template_kwargs)
+        self.prompt = agent.template.render(
+            _template_messages(messages), tools=tools, add_generation_prompt=True, **agent.template_kwargs
+        )
         self.tools = tools
         self.finish_reason: str | None = None
         self._acc = _Accumulator()
@@ -190,8 +199,11 @@ class _BackendStep:
     async def _chunks(self) -> AsyncIterator[tuple[str, str | None]]:
         backend = self.agent.backend
         assert backend is not None
-        source = backend.stream(self.prompt, self.agent.params) if isinstance(backend, CompletionBackend) \
+        source = (
+            backend.stream(self.prompt, self.agent.params)
+            if isinstance(backend, CompletionBackend)
             else backend(self.prompt)
+        )
         async for chunk in source:
             if isinstance(chunk, str):
                 yield chunk, None
@@ -355,8 +367,9 @@ class Agent:
         for name, function in items:
             tool = Tool.from_function(function, name=name)
             self.tools[tool.name] = tool
-        self.external_tools = [dict(t) for t in external_tools
-                               if _tool_name(t) is not None and _tool_name(t) not in self.tools]
+        self.external_tools = [
+            dict(t) for t in external_tools if _tool_name(t) is not None and _tool_name(t) not in self.tools
+        ]
         self.template = ChatTemplate(template) if isinstance(template, str) else template
         self.format = load_format(output_format) if isinstance(output_format, str) else output_format
         self.backend = backend
@@ -405,10 +418,18 @@ class Agent:
                     outcome = ToolOutcome(f"Error: {error}", error=error, arguments=function["arguments"])
                 else:
                     outcome = await call_tool(tool, function["arguments"])
-                history.append({"role": "tool", "tool_call_id": call["id"], "name": function["name"],
-                                "content": outcome.content})
-                yield ToolResult(step, call["id"], function["name"], outcome.arguments, outcome.content,
-                                 outcome.output, outcome.error)
+                history.append(
+                    {"role": "tool", "tool_call_id": call["id"], "name": function["name"], "content": outcome.content}
+                )
+                yield ToolResult(
+                    step,
+                    call["id"],
+                    function["name"],
+                    outcome.arguments,
+                    outcome.content,
+                    outcome.output,
+                    outcome.error,
+                )
             yield StepFinished(step, message, run.finish_reason, getattr(run, "usage", None))
             if run.finish_reason == "length":
                 reason = "length"
@@ -469,6 +490,11 @@ def _clean(message: Mapping[str, Any], ids: dict[str, str]) -> dict[str, Any]:
             arguments = function.get("arguments", "")
             if not isinstance(arguments, str):
                 arguments = json.dumps(arguments, ensure_ascii=False)
-            out["tool_calls"].append({"id": ids.setdefault(call["id"], _new_id()), "type": "function",
-                                      "function": {"name": function["name"], "arguments": arguments}})
+            out["tool_calls"].append(
+                {
+                    "id": ids.setdefault(call["id"], _new_id()),
+                    "type": "function",
+                    "function": {"name": function["name"], "arguments": arguments},
+                }
+            )
     return out

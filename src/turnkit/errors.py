@@ -82,7 +82,7 @@ class TurnkitError(Exception):
             text += f" ({', '.join(where)})"
         if self.snippet:
             # snippets are already printable (escaped or JSON-quoted where they are made): quote, never re-escape
-            quoted = self.snippet[0] in "\"…"
+            quoted = self.snippet[0] in '"…'
             text += f": {self.snippet}" if quoted else f': "{self.snippet}"'
         return text
 

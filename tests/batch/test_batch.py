@@ -36,8 +36,10 @@ BAD_ROWS = [
     ({"id": "bad-missing"}, "messages: missing"),
     ({"id": "bad-role", "messages": [{"role": "wizard", "content": "x"}]}, "messages[0].role: unknown role"),
     ({"id": "bad-content", "messages": [{"role": "user", "content": 5}]}, "messages[0].content: expected a string"),
-    ({"id": "bad-tool", "messages": _chat(1), "tools": [{"type": "function", "function": {"parameters": {}}}]},
-     "tools[0].function.name"),
+    (
+        {"id": "bad-tool", "messages": _chat(1), "tools": [{"type": "function", "function": {"parameters": {}}}]},
+        "tools[0].function.name",
+    ),
     ({"id": "bad-tool-type", "messages": _chat(1), "tools": "not json"}, "tools: is a string but not valid JSON"),
 ]
 
@@ -55,8 +57,9 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _write_jsonl(path: Path, rows: list[Any]) -> Path:
-    path.write_text("".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows),
-                    encoding="utf-8")
+    path.write_text(
+        "".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows), encoding="utf-8"
+    )
     return path
 
 
@@ -104,10 +107,14 @@ def test_parquet_in_and_out_streams_in_record_batches(tmp_path: Path, model: Pat
     import pyarrow.parquet as pq
 
     rows = _good_rows(30)
-    pq.write_table(pa.Table.from_pylist([{"id": r["id"], "messages": r["messages"]} for r in rows]),
-                   tmp_path / "in.parquet", row_group_size=8)
-    summary = tbatch.render(tmp_path / "in.parquet", tmp_path / "out.parquet", model=model, tokenize=True,
-                            batch_size=5, workers=2)
+    pq.write_table(
+        pa.Table.from_pylist([{"id": r["id"], "messages": r["messages"]} for r in rows]),
+        tmp_path / "in.parquet",
+        row_group_size=8,
+    )
+    summary = tbatch.render(
+        tmp_path / "in.parquet", tmp_path / "out.parquet", model=model, tokenize=True, batch_size=5, workers=2
+    )
     assert summary.rows == 30 and summary.errors == 0
     out = _read(tmp_path / "out.parquet")
     assert [row["id"] for row in out] == [str(i) for i in range(30)]  # non-string input columns as JSON text
@@ -174,8 +181,9 @@ def test_ray_data_llm_pre_and_postprocess(model: Path) -> None:
     pre = tbatch.preprocess(model=model, sampling_params={"max_tokens": 8})
     row = pre({"messages": [{"role": "user", "content": "hi"}], "tools": [TOOL]})
     template = ChatTemplate.from_pretrained(model)
-    assert row["prompt"] == template.render([{"role": "user", "content": "hi"}], tools=[TOOL],
-                                            add_generation_prompt=True)
+    assert row["prompt"] == template.render(
+        [{"role": "user", "content": "hi"}], tools=[TOOL], add_generation_prompt=True
+    )
     assert row["sampling_params"] == {"max_tokens": 8} and row["error"] is None
     continued = pre({"messages": _chat(1)})
     assert not continued["prompt"].endswith("<|im_start|>assistant\n")  # Ray's rule: last role is the assistant's
@@ -217,8 +225,9 @@ def test_ray_engine_on_a_local_cluster(tmp_path: Path, model: Path) -> None:
     rows = _good_rows(24) + [BAD_ROWS[1][0]]
     source = _write_jsonl(tmp_path / "in.jsonl", rows)
     try:
-        summary = tbatch.render(source, tmp_path / "out.jsonl", model=model, masks=True, engine="ray", workers=2,
-                                batch_size=6)
+        summary = tbatch.render(
+            source, tmp_path / "out.jsonl", model=model, masks=True, engine="ray", workers=2, batch_size=6
+        )
     finally:
         import ray
 
@@ -242,19 +251,47 @@ def test_missing_extra_is_a_one_line_hint(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_cli_batch_render_and_parse(tmp_path: Path, model: Path) -> None:
     source = _write_jsonl(tmp_path / "in.jsonl", [*_good_rows(5), BAD_ROWS[0][0]])
-    result = run_cli("batch", "render", "--model", str(model), "--input", str(source), "--output",
-                     str(tmp_path / "out.jsonl"), "--masks", "--workers", "2", "--no-progress")
+    result = run_cli(
+        "batch",
+        "render",
+        "--model",
+        str(model),
+        "--input",
+        str(source),
+        "--output",
+        str(tmp_path / "out.jsonl"),
+        "--masks",
+        "--workers",
+        "2",
+        "--no-progress",
+    )
     code, err = result.returncode, result.stderr
     assert code == 0, err
     assert "6 rows" in err and "1 errors" in err and "messages: missing" in err
     assert len(_read(tmp_path / "out.jsonl")) == 6
-    result = run_cli("batch", "render", "--template", str(tmp_path / "none.jinja"), "--input", str(source),
-                     "--output", str(tmp_path / "o2.jsonl"))
+    result = run_cli(
+        "batch",
+        "render",
+        "--template",
+        str(tmp_path / "none.jinja"),
+        "--input",
+        str(source),
+        "--output",
+        str(tmp_path / "o2.jsonl"),
+    )
     code, err = result.returncode, result.stderr
     assert code == 2 and "none.jinja" in err
     (tmp_path / "bad.parquet").write_bytes(b"garbage")
-    result = run_cli("batch", "parse", "--format", "hermes", "--input", str(tmp_path / "bad.parquet"),
-                     "--output", str(tmp_path / "o3.jsonl"))
+    result = run_cli(
+        "batch",
+        "parse",
+        "--format",
+        "hermes",
+        "--input",
+        str(tmp_path / "bad.parquet"),
+        "--output",
+        str(tmp_path / "o3.jsonl"),
+    )
     code, err = result.returncode, result.stderr
     assert code == 2 and "not a readable parquet file" in err and not (tmp_path / "o3.jsonl").exists()
 

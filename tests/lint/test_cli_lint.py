@@ -23,8 +23,9 @@ def test_error_exit_one_and_json(tmp_path):
     result = run_cli("lint", "--format", "json", str(path))
     assert result.returncode == 1
     findings = json.loads(result.stdout)
-    assert {"code": "TK105", "severity": "error", "line": 2, "column": 8, "path": str(path)}.items() <= \
-        next(f for f in findings if f["code"] == "TK105").items()
+    assert {"code": "TK105", "severity": "error", "line": 2, "column": 8, "path": str(path)}.items() <= next(
+        f for f in findings if f["code"] == "TK105"
+    ).items()
 
 
 def test_syntax_error_is_a_finding_not_a_crash(tmp_path):
@@ -43,8 +44,16 @@ def test_unreadable_input_and_bad_usage_exit_two(tmp_path):
 
 
 def test_model_folder_and_stdin(tmp_path):
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": [
-        {"name": "default", "template": CLEAN}, {"name": "tool_use", "template": CLEAN + "{{ tools }}"}]}))
+    (tmp_path / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "chat_template": [
+                    {"name": "default", "template": CLEAN},
+                    {"name": "tool_use", "template": CLEAN + "{{ tools }}"},
+                ]
+            }
+        )
+    )
     result = run_cli("lint", str(tmp_path))
     assert result.returncode == 1
     assert f"{tmp_path}[tool_use]:1:102: TK202 error" in result.stdout

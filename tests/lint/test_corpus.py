@@ -67,8 +67,12 @@ def test_corpus_divergences_are_real_and_predicted():
 
 
 def _table(total: int, flagged: Counter[str], diverging: Counter[str]) -> str:
-    lines = [f"Templates: {total}; conversations per template and engine: {len(MATRIX)}.", "",
-             "| rule | severity | what | templates flagged |", "|---|---|---|---|"]
+    lines = [
+        f"Templates: {total}; conversations per template and engine: {len(MATRIX)}.",
+        "",
+        "| rule | severity | what | templates flagged |",
+        "|---|---|---|---|",
+    ]
     for code, rule in RULES.items():
         if code != "TK901":
             title = rule.title.replace("|", "\\|")

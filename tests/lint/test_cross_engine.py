@@ -8,8 +8,10 @@ from tests.lint.engines import require_engines
 from turnkit import lint
 from turnkit.lint._engines import MATRIX, compare, engine_renders, render_case
 
-CHATML = ("{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%- endfor %}"
-          "{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}")
+CHATML = (
+    "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%- endfor %}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}"
+)
 
 
 def divergences(source, engines):
@@ -56,8 +58,7 @@ def test_engine_failure_is_a_divergence():
 
 def test_transformers_failure_where_engines_render():
     require_engines("minijinja")
-    found = divergences("{% for t in tools %}{{ t.function.name }}{% endfor %}{{ messages[0].content }}",
-                        ["minijinja"])
+    found = divergences("{% for t in tools %}{{ t.function.name }}{% endfor %}{{ messages[0].content }}", ["minijinja"])
     assert any(f.case == "plain" and (f.expected or "").startswith("error: ") for f in found)
 
 

@@ -69,8 +69,11 @@ NEGATIVE = [
     ("TK107", "{% if x is not none and x is string and x is defined %}{% endif %}"),
     ("TK109", "{{ 1.5 }}{% if a < b and b < c %}{% endif %}"),
     ("TK110", "{% if x == 'a' %}{% endif %}"),
-    ("TK111", "{% if message.content is string %}{{ message.content }}{% else %}"
-              "{% for p in message.content %}{{ p.text }}{% endfor %}{% endif %}"),
+    (
+        "TK111",
+        "{% if message.content is string %}{{ message.content }}{% else %}"
+        "{% for p in message.content %}{{ p.text }}{% endfor %}{% endif %}",
+    ),
     ("TK112", "{% if tools %}{% for t in tools %}{{ t|tojson }}{% endfor %}{% endif %}"),
     ("TK112", "{% set tools = tools or [] %}{% for t in tools %}{% endfor %}"),
     ("TK112", "{% macro render(tools) %}{% for t in tools %}{% endfor %}{% endmacro %}"),
@@ -108,8 +111,15 @@ def test_syntax_error_is_a_finding_with_its_line():
 def test_finding_formats_like_a_compiler():
     finding = LintFinding("TK102", "warning", "m", "h", 3, 7, path="t.jinja")
     assert finding.format() == "t.jinja:3:7: TK102 warning: m (hint: h)"
-    assert finding.to_dict() == {"code": "TK102", "severity": "warning", "message": "m", "hint": "h", "line": 3,
-                                 "column": 7, "path": "t.jinja"}
+    assert finding.to_dict() == {
+        "code": "TK102",
+        "severity": "warning",
+        "message": "m",
+        "hint": "h",
+        "line": 3,
+        "column": 7,
+        "path": "t.jinja",
+    }
 
 
 def test_named_templates_are_each_linted(tmp_path):

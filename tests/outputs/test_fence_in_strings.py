@@ -31,7 +31,7 @@ TRICKY = [
     "``` ```python x ```",
     "[/DONE] and [DONE]",
     "</answer><answer>",
-    "a \\\" ``` b",
+    'a \\" ``` b',
     "```json",
 ]
 
@@ -102,7 +102,7 @@ def test_code_block_with_fence_text_in_strings(inner: str) -> None:
     code = f"x = {json.dumps(inner)}\nprint(x)"
     reply = f"Here:\n```python\n{code}\n```\nThat's it."
     assert MarkdownCodeBlockParser("python").parse(reply).parsed == code
-    inline = f'Run `y = {json.dumps(inner)}` first, then:\n```python\n{code}\n```'
+    inline = f"Run `y = {json.dumps(inner)}` first, then:\n```python\n{code}\n```"
     assert MarkdownCodeBlockParser("python").parse(inline).parsed == code
 
 

@@ -28,8 +28,13 @@ def accumulate(deltas: list[dict[str, Any]]) -> dict[str, Any]:
             if "id" in fragment:
                 assert index == len(calls), f"call index {index} not contiguous"
                 assert fragment["type"] == "function" and fragment["function"]["name"]
-                calls.append({"id": fragment["id"], "name": fragment["function"]["name"],
-                              "arguments": [fragment["function"].get("arguments", "")]})
+                calls.append(
+                    {
+                        "id": fragment["id"],
+                        "name": fragment["function"]["name"],
+                        "arguments": [fragment["function"].get("arguments", "")],
+                    }
+                )
             else:
                 assert index == len(calls) - 1, "argument fragment for a call that is not the latest"
                 assert set(fragment) == {"index", "function"} and set(fragment["function"]) == {"arguments"}
@@ -41,10 +46,15 @@ def accumulate(deltas: list[dict[str, Any]]) -> dict[str, Any]:
             arguments = json.loads(raw)
         except ValueError:
             arguments = raw
-        out_calls.append({"id": call["id"], "type": "function",
-                          "function": {"name": call["name"], "arguments": arguments}})
-    return {"role": "assistant", "content": "".join(content) or None,
-            "reasoning_content": "".join(reasoning) or None, "tool_calls": out_calls}
+        out_calls.append(
+            {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": arguments}}
+        )
+    return {
+        "role": "assistant",
+        "content": "".join(content) or None,
+        "reasoning_content": "".join(reasoning) or None,
+        "tool_calls": out_calls,
+    }
 
 
 def without_flags(message: dict[str, Any]) -> dict[str, Any]:

@@ -142,7 +142,7 @@ HANDWRITTEN = [
     '<tool_call>{"name": broken</tool_call>',
     "<think>unclosed reasoning",
     '<|channel>thought\nweighing<channel|>Sure.<|tool_call>call:get{city:<|"|>Paris<|"|>,n:2}<tool_call|><turn|>',
-    "<|START_THINKING|>hmm<|END_THINKING|><|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": \"t\", "
+    '<|START_THINKING|>hmm<|END_THINKING|><|START_ACTION|>[{"tool_call_id": "0", "tool_name": "t", '
     '"parameters": {"x": "7"}}]<|END_ACTION|>',
     "<|START_RESPONSE|>Plain answer<|END_RESPONSE|>",
     "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>done<|return|>",
@@ -150,7 +150,7 @@ HANDWRITTEN = [
     '<|constrain|>json<|message|>{"a": "b"}<|call|>',
     "I think</think>\n\n<response>\nHi!\n</response>\n</s>",
     "<tool_call>\n<function=f>\n<parameter=x>\n[1, 2]\n</parameter>\n</function>\n</tool_call>",
-    "\x01\x02 sentinel <|tool_call>call:f{a:<|\"|>\x01<|\"|>}<tool_call|>",
+    '\x01\x02 sentinel <|tool_call>call:f{a:<|"|>\x01<|"|>}<tool_call|>',
 ]
 
 PREFIXES = [

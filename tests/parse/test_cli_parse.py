@@ -44,7 +44,10 @@ def test_stream_emits_before_input_ends() -> None:
     env_path = str(REPO_ROOT / "src")
     proc = subprocess.Popen(
         [sys.executable, "-m", "turnkit.cli", "parse", "--format", "hermes", "--stream", "-"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"},
     )
     assert proc.stdin is not None and proc.stdout is not None

@@ -43,6 +43,8 @@ def test_control_characters_whole_equals_streamed(name: str) -> None:
                 deltas, message = _streamed(fmt, pieces)
                 assert accumulate(deltas) == without_flags(whole), (cut, text)
                 assert message == whole, (cut, text)
+
+
 @pytest.mark.parametrize(
     ("name", "text"),
     [

@@ -42,8 +42,21 @@ def test_one_megabyte_of_garbage_is_linear(name: str) -> None:
     assert accumulate(deltas) == without_flags(message)
 
 
-@pytest.mark.parametrize("name", ["hermes", "qwen3_coder_xml", "kimi_k2", "gpt_oss", "gemma4", "lfm2_pythonic",
-                                  "mistral_nemo", "minimax_m2", "glm45", "deepseek_v3_2_dsml"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "hermes",
+        "qwen3_coder_xml",
+        "kimi_k2",
+        "gpt_oss",
+        "gemma4",
+        "lfm2_pythonic",
+        "mistral_nemo",
+        "minimax_m2",
+        "glm45",
+        "deepseek_v3_2_dsml",
+    ],
+)
 def test_marker_soup_with_real_markers(name: str) -> None:
     from tests.parse.test_properties import _markers
 
@@ -63,7 +76,7 @@ def test_unclosed_markers_degrade_to_incomplete() -> None:
         ("hermes", '<tool_call>{"name": "f", "arguments": {"a": "unterminated'),
         ("qwen3_coder_xml", "<tool_call>\n<function=f>\n<parameter=a>\nvalue without end"),
         ("kimi_k2", "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{"),
-        ("gpt_oss", "<|channel|>commentary to=functions.f<|message|>{\"a\": "),
+        ("gpt_oss", '<|channel|>commentary to=functions.f<|message|>{"a": '),
         ("lfm2_pythonic", "<|tool_call_start|>[f(a='x"),
     ]:
         message = load_format(name).parse(text)

@@ -28,8 +28,9 @@ def test_template_form_has_thinking_and_dict_arguments() -> None:
 def test_flat_calls_and_empty_strings_normalise() -> None:
     message = normalize_message({"content": "", "tool_calls": [{"name": "f", "arguments": '{"x": 2}'}]})
     assert message["content"] is None
-    assert message["tool_calls"] == [{"id": "call_0", "type": "function", "function": {"name": "f",
-                                                                                      "arguments": {"x": 2}}}]
+    assert message["tool_calls"] == [
+        {"id": "call_0", "type": "function", "function": {"name": "f", "arguments": {"x": 2}}}
+    ]
 
 
 def test_no_tool_calls_key_on_the_wire_when_there_are_none() -> None:

@@ -35,14 +35,34 @@ def _markers(value: Any) -> set[str]:
     return found
 
 
-_SNIPPETS = ['{"name": "f", "arguments": {"a": 1}}', '{"x": "y"}', '[{"name": "g", "arguments": {}}]', "f(a=1)",
-             '"', "{", "}", "[", "]", "\n", " ", "name", "=", ">", "<", "call:f{k:1}", "functions.f:0", "1",
-             "\x00", "\x00reject", "\x01\x1f\x7f"]
+_SNIPPETS = [
+    '{"name": "f", "arguments": {"a": 1}}',
+    '{"x": "y"}',
+    '[{"name": "g", "arguments": {}}]',
+    "f(a=1)",
+    '"',
+    "{",
+    "}",
+    "[",
+    "]",
+    "\n",
+    " ",
+    "name",
+    "=",
+    ">",
+    "<",
+    "call:f{k:1}",
+    "functions.f:0",
+    "1",
+    "\x00",
+    "\x00reject",
+    "\x01\x1f\x7f",
+]
 
 
 def _outputs(spec: FormatSpec) -> st.SearchStrategy[str]:
     pieces = sorted(_markers(spec)) + _SNIPPETS
-    fragment = st.one_of(st.sampled_from(pieces), st.text(alphabet="ab <>{}\"[]:,=\n\\\x00\x1b", max_size=6))
+    fragment = st.one_of(st.sampled_from(pieces), st.text(alphabet='ab <>{}"[]:,=\n\\\x00\x1b', max_size=6))
     return st.lists(fragment, max_size=14).map("".join)
 
 
@@ -120,8 +140,11 @@ def _check_any_chunking(fmt: OutputFormat, *, max_examples: int) -> None:
     """Any chunking of any generated output (with or without an open-thinking prefix) gives ``parse()``'s message."""
 
     @settings(max_examples=max_examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(text=_outputs(fmt.spec), cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12),
-           prefixed=st.booleans())
+    @given(
+        text=_outputs(fmt.spec),
+        cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12),
+        prefixed=st.booleans(),
+    )
     def check(text: str, cuts: list[int], prefixed: bool) -> None:
         prefix = "<think>\n" if prefixed else None
         whole = dict(fmt.parse(text, prefix=prefix))

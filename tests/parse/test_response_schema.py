@@ -290,8 +290,7 @@ def test_turnkit_without_a_response_schema_leaves_the_interpreter_and_its_depend
     from pathlib import Path
 
     heavy = sorted(
-        ["regex", "jmespath"]
-        + [f"turnkit.parse._schema.{name}" for name in ("compiler", "nodes", "regex", "cost")]
+        ["regex", "jmespath"] + [f"turnkit.parse._schema.{name}" for name in ("compiler", "nodes", "regex", "cost")]
     )
     code = (
         f"import sys, turnkit; heavy = set({heavy!r})\n"

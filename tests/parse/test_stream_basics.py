@@ -12,18 +12,33 @@ from turnkit import FormatNotFoundError
 from turnkit.parse import load_format
 
 CASES = [
-    ("hermes", None, 'Hi <tool_call>\n{"name": "f", "arguments": {"a": [1, {"b": "</tool_call>"}]}}\n</tool_call>',
-     {"content": "Hi", "reasoning_content": None, "calls": [("f", {"a": [1, {"b": "</tool_call>"}]})]}),
-    ("hermes", "<|im_start|>assistant\n<think>\n", "plan\n</think>\n\nanswer",
-     {"content": "answer", "reasoning_content": "plan", "calls": []}),
-    ("hermes", None, '<tool_call>{"arguments": {"x": 1}, "name": "late"}</tool_call><tool_call>{"name": "g", '
-     '"arguments": "{\\"y\\": 2}"}</tool_call>',
-     {"content": None, "reasoning_content": None, "calls": [("late", {"x": 1}), ("g", {"y": 2})]}),
+    (
+        "hermes",
+        None,
+        'Hi <tool_call>\n{"name": "f", "arguments": {"a": [1, {"b": "</tool_call>"}]}}\n</tool_call>',
+        {"content": "Hi", "reasoning_content": None, "calls": [("f", {"a": [1, {"b": "</tool_call>"}]})]},
+    ),
+    (
+        "hermes",
+        "<|im_start|>assistant\n<think>\n",
+        "plan\n</think>\n\nanswer",
+        {"content": "answer", "reasoning_content": "plan", "calls": []},
+    ),
+    (
+        "hermes",
+        None,
+        '<tool_call>{"arguments": {"x": 1}, "name": "late"}</tool_call><tool_call>{"name": "g", '
+        '"arguments": "{\\"y\\": 2}"}</tool_call>',
+        {"content": None, "reasoning_content": None, "calls": [("late", {"x": 1}), ("g", {"y": 2})]},
+    ),
     ("think", None, "<think>a < b</think>c <thin", {"content": "c <thin", "reasoning_content": "a < b", "calls": []}),
-    ("qwen3_coder_xml", None,
-     "<tool_call>\n<function=f>\n<parameter=n>\n1\n</parameter>\n<parameter=s>\nx </parameter> y\n</parameter>\n"
-     "</function>\n</tool_call>",
-     {"content": None, "reasoning_content": None, "calls": [("f", {"n": 1, "s": "x"})]}),
+    (
+        "qwen3_coder_xml",
+        None,
+        "<tool_call>\n<function=f>\n<parameter=n>\n1\n</parameter>\n<parameter=s>\nx </parameter> y\n</parameter>\n"
+        "</function>\n</tool_call>",
+        {"content": None, "reasoning_content": None, "calls": [("f", {"n": 1, "s": "x"})]},
+    ),
 ]
 
 

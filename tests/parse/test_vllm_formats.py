@@ -27,7 +27,7 @@ _keys = st.from_regex(r"[a-z][a-z_]{0,6}", fullmatch=True)
 _text = st.text(alphabet="abcdefghij XYZ.,!?0123456789", max_size=30)
 _str_values = st.text(alphabet="abc XYZ-_/:.'\"\\\n", max_size=12)
 _json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | _str_values,
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | _str_values,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
     max_leaves=6,
 )
@@ -60,52 +60,76 @@ ROWS: dict[str, tuple[st.SearchStrategy[Any], Render]] = {
     "phi4_mini_json": (_json_values, lambda text, calls: f"{text} functools{_json_list(calls)}"),
     "longcat": (
         _json_values,
-        lambda text, calls: text
-        + "".join(f"<longcat_tool_call>{json.dumps({'name': n, 'arguments': a})}</longcat_tool_call>\n"
-                  for n, a in calls),
+        lambda text, calls: (
+            text
+            + "".join(
+                f"<longcat_tool_call>{json.dumps({'name': n, 'arguments': a})}</longcat_tool_call>\n" for n, a in calls
+            )
+        ),
     ),
     "internlm": (
         _json_values,
-        lambda text, calls: text
-        + "".join(
-            f"<|action_start|><|plugin|>{json.dumps({'name': n, 'parameters': a})}<|action_end|>" for n, a in calls
+        lambda text, calls: (
+            text
+            + "".join(
+                f"<|action_start|><|plugin|>{json.dumps({'name': n, 'parameters': a})}<|action_end|>" for n, a in calls
+            )
         ),
     ),
     "granite-20b-fc": (
         _json_values,
-        lambda text, calls: text
-        + "".join(f"<function_call> {json.dumps({'name': n, 'arguments': a})}\n" for n, a in calls),
+        lambda text, calls: (
+            text + "".join(f"<function_call> {json.dumps({'name': n, 'arguments': a})}\n" for n, a in calls)
+        ),
     ),
     "step3": (
         _str_values,
-        lambda text, calls: text
-        + "<｜tool_calls_begin｜>"
-        + _xml(calls, "<｜tool_call_begin｜>", "<｜tool_call_end｜><｜tool_sep｜>",
-               '<steptml:invoke name="{name}">{params}</steptml:invoke>',
-               '<steptml:parameter name="{k}">{v}</steptml:parameter>')
-        + "<｜tool_calls_end｜>",
+        lambda text, calls: (
+            text
+            + "<｜tool_calls_begin｜>"
+            + _xml(
+                calls,
+                "<｜tool_call_begin｜>",
+                "<｜tool_call_end｜><｜tool_sep｜>",
+                '<steptml:invoke name="{name}">{params}</steptml:invoke>',
+                '<steptml:parameter name="{k}">{v}</steptml:parameter>',
+            )
+            + "<｜tool_calls_end｜>"
+        ),
     ),
     "hy_v3": (
         _str_values,
-        lambda text, calls: text
-        + "<tool_calls>\n"
-        + _xml(calls, "<tool_call>", "</tool_call>\n", "{name}<tool_sep>\n{params}",
-               "<arg_key>{k}</arg_key>\n<arg_value>{v}</arg_value>\n")
-        + "</tool_calls>",
+        lambda text, calls: (
+            text
+            + "<tool_calls>\n"
+            + _xml(
+                calls,
+                "<tool_call>",
+                "</tool_call>\n",
+                "{name}<tool_sep>\n{params}",
+                "<arg_key>{k}</arg_key>\n<arg_value>{v}</arg_value>\n",
+            )
+            + "</tool_calls>"
+        ),
     ),
     "olmo3": (
         st.none() | st.booleans() | st.integers(-1000, 1000) | _str_values | st.lists(st.integers(0, 9), max_size=3),
-        lambda text, calls: text
-        + "<function_calls>"
-        + "\n".join(f"{n}({', '.join(f'{k}={v!r}' for k, v in a.items())})" for n, a in calls)
-        + "</function_calls>",
+        lambda text, calls: (
+            text
+            + "<function_calls>"
+            + "\n".join(f"{n}({', '.join(f'{k}={v!r}' for k, v in a.items())})" for n, a in calls)
+            + "</function_calls>"
+        ),
     ),
     "functiongemma": (
         st.integers(-1000, 1000) | st.text(alphabet="abc XYZ-_/:.'\"\n", max_size=12),
-        lambda text, calls: text
-        + "".join(
-            f"<start_function_call>call:{n}{{{','.join(f'{k}:{_keyed(v)}' for k, v in a.items())}}}<end_function_call>"
-            for n, a in calls
+        lambda text, calls: (
+            text
+            + "".join(
+                "<start_function_call>call:"
+                + f"{n}{{{','.join(f'{k}:{_keyed(v)}' for k, v in a.items())}}}<end_function_call>"
+                for n, a in calls
+            )
         ),
     ),
 }

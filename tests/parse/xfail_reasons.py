@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-IMPLICIT = ("implicit reasoning: the source labels text reasoning only if an end marker shows up later (or "
-            "its fixtures disagree on the same text); an append-only stream labels text when it arrives")
-TRUNCATED = ("truncated/invalid call: vLLM returns the raw text as content; turnkit has already streamed the "
-             "call's first fragment, reports it with its raw arguments and incomplete: true")
+IMPLICIT = (
+    "implicit reasoning: the source labels text reasoning only if an end marker shows up later (or "
+    "its fixtures disagree on the same text); an append-only stream labels text when it arrives"
+)
+TRUNCATED = (
+    "truncated/invalid call: vLLM returns the raw text as content; turnkit has already streamed the "
+    "call's first fragment, reports it with its raw arguments and incomplete: true"
+)
 ECHO = "llama.cpp quirk: re-inserts prompt text (<think> / reasoning prefill) into the parsed message"
-FENCE = ("legacy llama.cpp Hermes 2 Pro fallback: a call inside a Markdown code fence; not declared, fences "
-         "are ordinary content")
+FENCE = (
+    "legacy llama.cpp Hermes 2 Pro fallback: a call inside a Markdown code fence; not declared, fences "
+    "are ordinary content"
+)
 KEEP_TEXT = "vLLM drops text around calls (content null / trailing text removed); turnkit keeps what the model wrote"
 
 REASONS: dict[str, str] = {

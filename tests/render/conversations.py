@@ -88,7 +88,7 @@ def cases() -> list[tuple[str, list[dict[str, Any]], dict[str, Any]]]:
         (
             "unicode",
             [
-                {"role": "user", "content": "こんにちは 🌍 — \"quotes\" \\ back\\slash <b>&amp;</b>\n\tnew line"},
+                {"role": "user", "content": 'こんにちは 🌍 — "quotes" \\ back\\slash <b>&amp;</b>\n\tnew line'},
                 {"role": "assistant", "content": "Привет! 😀 ünïcödé"},
             ],
             {},

@@ -42,14 +42,33 @@ def files(tmp_path: Path) -> dict[str, str]:
 
 def test_render_prints_what_the_api_gives(files: dict[str, str]) -> None:
     out = run_cli(
-        "render", "--template", files["template"], "--messages", files["messages"], "--tools", files["tools"],
-        "--documents", files["documents"], "--generation-prompt", "--var", "flag=true", "--var", "label=hello world",
-        "--var", "bos_token=<s>",
+        "render",
+        "--template",
+        files["template"],
+        "--messages",
+        files["messages"],
+        "--tools",
+        files["tools"],
+        "--documents",
+        files["documents"],
+        "--generation-prompt",
+        "--var",
+        "flag=true",
+        "--var",
+        "label=hello world",
+        "--var",
+        "bos_token=<s>",
     )
     assert out.returncode == 0, out.stderr
     expected = apply_chat_template(
-        [USER, CALL, RESULT], TEMPLATE, tools=TOOLS, documents=[{"title": "a", "text": "b"}],
-        add_generation_prompt=True, flag=True, label="hello world", bos_token="<s>",
+        [USER, CALL, RESULT],
+        TEMPLATE,
+        tools=TOOLS,
+        documents=[{"title": "a", "text": "b"}],
+        add_generation_prompt=True,
+        flag=True,
+        label="hello world",
+        bos_token="<s>",
     )
     assert out.stdout == expected + "\n"
     assert "[flag=true]" in out.stdout and "[label=hello world]" in out.stdout
@@ -57,8 +76,15 @@ def test_render_prints_what_the_api_gives(files: dict[str, str]) -> None:
 
 def test_render_reads_stdin_and_continues_final_message(files: dict[str, str]) -> None:
     messages = [USER, {"role": "assistant", "content": "It is"}]
-    out = run_cli("render", "--template", files["template"], "--messages", "-", "--continue-final",
-                  stdin=json.dumps({"messages": messages}))
+    out = run_cli(
+        "render",
+        "--template",
+        files["template"],
+        "--messages",
+        "-",
+        "--continue-final",
+        stdin=json.dumps({"messages": messages}),
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.endswith("<|assistant|>It is\n")
 
@@ -66,8 +92,17 @@ def test_render_reads_stdin_and_continues_final_message(files: dict[str, str]) -
 def test_render_help() -> None:
     out = run_cli("render", "--help")
     assert out.returncode == 0
-    for option in ("--template", "--model", "--messages", "--tools", "--documents", "--generation-prompt",
-                   "--continue-final", "--name", "--var"):
+    for option in (
+        "--template",
+        "--model",
+        "--messages",
+        "--tools",
+        "--documents",
+        "--generation-prompt",
+        "--continue-final",
+        "--name",
+        "--var",
+    ):
         assert option in out.stdout
 
 
@@ -78,11 +113,15 @@ def test_render_help() -> None:
         (("--template", "{template}", "--messages", "{bad_json}"), "not valid JSON"),
         (("--template", "{bad_template}", "--messages", "{messages}"), "does not compile"),
         (("--template", "{raising}", "--messages", "{messages}"), "roles must alternate"),
-        (("--template", "{template}", "--messages", "{documents}", "--continue-final", "--generation-prompt"),
-         "cannot be used together"),
+        (
+            ("--template", "{template}", "--messages", "{documents}", "--continue-final", "--generation-prompt"),
+            "cannot be used together",
+        ),
         (("--template", "{template}", "--messages", "{messages}", "--var", "no-equals"), "KEY=VALUE"),
-        (("--template", "{template}", "--messages", "{tools}", "--tools", "{messages}", "--name", "x"),
-         "no chat template named"),
+        (
+            ("--template", "{template}", "--messages", "{tools}", "--tools", "{messages}", "--name", "x"),
+            "no chat template named",
+        ),
         (("--model", "{missing}", "--messages", "{messages}"), "does not exist"),
     ],
 )

@@ -43,9 +43,10 @@ CALL = st.builds(
 )
 MESSAGE = st.one_of(
     st.fixed_dictionaries({"role": st.just("user"), "content": TEXT}),
-    st.fixed_dictionaries({"role": st.just("assistant"), "content": TEXT | st.none()},
-                          optional={"tool_calls": st.lists(CALL, min_size=1, max_size=2),
-                                    "reasoning_content": TEXT}),
+    st.fixed_dictionaries(
+        {"role": st.just("assistant"), "content": TEXT | st.none()},
+        optional={"tool_calls": st.lists(CALL, min_size=1, max_size=2), "reasoning_content": TEXT},
+    ),
     st.fixed_dictionaries({"role": st.just("tool"), "content": TEXT, "tool_call_id": st.just("call00001")}),
 )
 CONVERSATION = st.tuples(

@@ -29,7 +29,7 @@ def test_generation_prompt(record: dict[str, Any] | None) -> None:
     with_prompt = template.render(record["messages"], add_generation_prompt=True)
     without = template.render(record["messages"], add_generation_prompt=False)
     assert with_prompt.startswith(without)
-    suffix = with_prompt[len(without):]
+    suffix = with_prompt[len(without) :]
     assert suffix == record["expected_generation_prompt"] == record["python_jinja2"]["generation_prompt"]
     status, text = reference_render(record["messages"], source, add_generation_prompt=True, **variables)
     assert (status, text) == ("ok", with_prompt)

@@ -86,8 +86,13 @@ BOMBS = {
     "nested-loops": "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}",
     "nested-loops-shared": "{% set r = range(100000) %}{% for a in r %}{% for b in r %}{% for c in r %}"
     "{% endfor %}{% endfor %}{% endfor %}",
-    "nested-literal-loops": "{% for a in [" + ",".join(["0"] * 1000) + "] %}{% for b in ["
-    + ",".join(["0"] * 1000) + "] %}{% for c in [" + ",".join(["0"] * 1000) + "] %}{% endfor %}{% endfor %}"
+    "nested-literal-loops": "{% for a in ["
+    + ",".join(["0"] * 1000)
+    + "] %}{% for b in ["
+    + ",".join(["0"] * 1000)
+    + "] %}{% for c in ["
+    + ",".join(["0"] * 1000)
+    + "] %}{% endfor %}{% endfor %}"
     "{% endfor %}",
     "center": "{{ 'a'|center(10**9) }}",
     "center-method": "{{ 'a'.center(10**9) }}",
@@ -123,9 +128,8 @@ BOMBS = {
     "map-million": "{% set x = [0] * 1000000 %}{% for i in range(20) %}{% set y = x|map('string')|list %}{% endfor %}",
     "sort-million": "{% set x = [0] * 1000000 %}{% for i in range(20) %}{{ (x|sort(attribute='real'))|length }}"
     "{% endfor %}",
-    "escape-retained": "{% set s = '&' * 999999 %}" + "".join(
-        "{% set e" + str(i) + " = s|escape %}" for i in range(40)
-    ),
+    "escape-retained": "{% set s = '&' * 999999 %}"
+    + "".join("{% set e" + str(i) + " = s|escape %}" for i in range(40)),
     "join-shared": "{% set a = 'x' * 1000000 %}{{ [a, a, a, a, a, a, a, a, a, a]|join }}",
     "concat-doubling": "{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}"
     "{% endfor %}",
@@ -139,12 +143,10 @@ BOMBS = {
     "{% set x = m() %}",
     "retained-copies": "".join("{% set a" + str(i) + " = 'x' * 999999 %}" for i in range(80)),
     "retained-lists": "".join("{% set a" + str(i) + " = [0] * 999999 %}" for i in range(80)),
-    "split-retained": "{% set s = 'ab ' * 333333 %}" + "".join(
-        "{% set l" + str(i) + " = s.split(' ') %}" for i in range(20)
-    ),
-    "list-of-wide-chars": "{% set s = '\u4e00' * 999999 %}" + "".join(
-        "{% set l" + str(i) + " = s|list %}" for i in range(20)
-    ),
+    "split-retained": "{% set s = 'ab ' * 333333 %}"
+    + "".join("{% set l" + str(i) + " = s.split(' ') %}" for i in range(20)),
+    "list-of-wide-chars": "{% set s = '\u4e00' * 999999 %}"
+    + "".join("{% set l" + str(i) + " = s|list %}" for i in range(20)),
 }
 
 _MEMORY_BUDGET = 64 * 2**20
@@ -190,9 +192,9 @@ def test_limits_are_configurable() -> None:
             "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(20) }}",
             limits=Limits(max_call_depth=10),
         ).render(CHAT)
-    assert ChatTemplate("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(20) }}").render(
-        CHAT
-    ) == ""
+    assert (
+        ChatTemplate("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(20) }}").render(CHAT) == ""
+    )
 
 
 def test_time_budget() -> None:
@@ -227,8 +229,12 @@ def test_budgets_are_per_render_across_threads() -> None:
 
 @pytest.mark.parametrize(
     "source",
-    ["{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", "{{ " + "[" * 5000 + "]" * 5000 + " }}",
-     "{% if 1 %}" * 3000 + "{% endif %}" * 3000, "{{ 1" + " + 1" * 20000 + " }}"],
+    [
+        "{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}",
+        "{{ " + "[" * 5000 + "]" * 5000 + " }}",
+        "{% if 1 %}" * 3000 + "{% endif %}" * 3000,
+        "{{ 1" + " + 1" * 20000 + " }}",
+    ],
     ids=["parens", "brackets", "nested-ifs", "long-sum"],
 )
 def test_absurd_nesting_is_a_template_error(source: str) -> None:

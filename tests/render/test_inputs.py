@@ -45,8 +45,12 @@ class Opaque:
 def _both(conversation: Any, template: Any = DUMP, **options: Any) -> tuple[Any, Any]:
     try:
         source: Any = template
-        ours: Any = ("ok", ChatTemplate(source, special_tokens=SPECIAL_TOKENS).render(
-            copy.deepcopy(conversation), **copy.deepcopy(options)))
+        ours: Any = (
+            "ok",
+            ChatTemplate(source, special_tokens=SPECIAL_TOKENS).render(
+                copy.deepcopy(conversation), **copy.deepcopy(options)
+            ),
+        )
     except TemplateError as exc:
         ours = ("error", exc)
     theirs = reference_render(copy.deepcopy(conversation), template, **copy.deepcopy(options))
@@ -76,6 +80,7 @@ class Thermometer:
 def undocumented(x: int) -> int:
     return x
 
+
 CASES: dict[str, tuple[Any, dict[str, Any]]] = {
     "none-values-dropped": ([{"role": "user", "content": "hi", "name": None, "tool_calls": None}], {}),
     "nested-none-kept": ([{"role": "user", "content": [{"type": "text", "text": "a", "image": None}]}], {}),
@@ -102,9 +107,13 @@ CASES: dict[str, tuple[Any, dict[str, Any]]] = {
     "batched": ([[USER], [SYSTEM, USER]], {"add_generation_prompt": True}),
     "continue-final": ([USER, {"role": "assistant", "content": "Hello wor"}], {"continue_final_message": True}),
     "continue-final-trailing-space": (
-        [USER, {"role": "assistant", "content": "Hello "}], {"continue_final_message": True}),
+        [USER, {"role": "assistant", "content": "Hello "}],
+        {"continue_final_message": True},
+    ),
     "continue-final-blocks": (
-        [USER, {"role": "assistant", "content": [{"type": "text", "text": "Hel"}]}], {"continue_final_message": True}),
+        [USER, {"role": "assistant", "content": [{"type": "text", "text": "Hel"}]}],
+        {"continue_final_message": True},
+    ),
     "continue-reasoning": (
         [USER, {"role": "assistant", "content": "", "reasoning_content": "Let me"}],
         {"continue_final_message": "reasoning_content"},
@@ -139,8 +148,9 @@ CONTINUE_TEMPLATE = (
 )
 
 
-@pytest.mark.parametrize("case", ["continue-final", "continue-final-trailing-space", "continue-final-blocks",
-                                  "continue-reasoning"])
+@pytest.mark.parametrize(
+    "case", ["continue-final", "continue-final-trailing-space", "continue-final-blocks", "continue-reasoning"]
+)
 def test_continue_final_message_with_a_template_that_keeps_it(case: str) -> None:
     conversation, options = CASES[case]
     ours, theirs = _both(conversation, CONTINUE_TEMPLATE, **options)

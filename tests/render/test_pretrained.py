@@ -22,20 +22,32 @@ def _folder(tmp_path: Path, config: dict[str, object]) -> Path:
 
 
 def test_reads_template_and_special_tokens(tmp_path: Path) -> None:
-    folder = _folder(tmp_path, {
-        "chat_template": TEMPLATE,
-        "bos_token": {"content": "<s>", "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
-                      "special": True, "__type": "AddedToken"},
-        "eos_token": "</s>",
-    })
+    folder = _folder(
+        tmp_path,
+        {
+            "chat_template": TEMPLATE,
+            "bos_token": {
+                "content": "<s>",
+                "lstrip": False,
+                "normalized": False,
+                "rstrip": False,
+                "single_word": False,
+                "special": True,
+                "__type": "AddedToken",
+            },
+            "eos_token": "</s>",
+        },
+    )
     template = ChatTemplate.from_pretrained(folder)
     assert template.render(CHAT) == "<s>[user]hi</s>"
     assert template.render(CHAT, eos_token="<|end|>") == "<s>[user]hi<|end|>"
 
 
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
-    original = ChatTemplate({"default": TEMPLATE, "tool_use": "T{{ tools|length }}"},
-                            special_tokens={"bos_token": "<s>", "eos_token": "</s>"})
+    original = ChatTemplate(
+        {"default": TEMPLATE, "tool_use": "T{{ tools|length }}"},
+        special_tokens={"bos_token": "<s>", "eos_token": "</s>"},
+    )
     original.save_pretrained(tmp_path / "saved")
     loaded = ChatTemplate.from_pretrained(tmp_path / "saved")
     assert loaded.names == ["default", "tool_use"]
@@ -52,9 +64,17 @@ def test_folder_without_template(tmp_path: Path) -> None:
 
 
 def test_cli_model_folder_and_name(tmp_path: Path) -> None:
-    folder = _folder(tmp_path, {"chat_template": [{"name": "default", "template": TEMPLATE},
-                                                  {"name": "plain", "template": "{{ messages|length }} message"}],
-                                "bos_token": "<s>", "eos_token": "</s>"})
+    folder = _folder(
+        tmp_path,
+        {
+            "chat_template": [
+                {"name": "default", "template": TEMPLATE},
+                {"name": "plain", "template": "{{ messages|length }} message"},
+            ],
+            "bos_token": "<s>",
+            "eos_token": "</s>",
+        },
+    )
     messages = tmp_path / "m.json"
     messages.write_text(json.dumps(CHAT), encoding="utf-8")
     out = run_cli("render", "--model", str(folder), "--messages", str(messages))

@@ -27,8 +27,11 @@ from turnkit.render._spans import TRACKER, SpanTracker  # noqa: E402
 from turnkit.render._tokenize import generation_mask, transformers_mask  # noqa: E402
 
 SPECIAL = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}
-GENERATION_TEMPLATES = ["huggingface.js/HuggingFaceTB-SmolLM3-3B.jinja", "huggingface.js/LiquidAI-LFM2.5-VL-450M.jinja",
-                        "LFM2.5-8B-A1B.jinja"]
+GENERATION_TEMPLATES = [
+    "huggingface.js/HuggingFaceTB-SmolLM3-3B.jinja",
+    "huggingface.js/LiquidAI-LFM2.5-VL-450M.jinja",
+    "LFM2.5-8B-A1B.jinja",
+]
 CHATML = (
     "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m.role }}\n"
     "{% if m.role == 'assistant' %}{% generation %}{{ m.content }}<|im_end|>{% endgeneration %}"
@@ -50,7 +53,7 @@ def _added_tokens(template: str) -> list[str]:
 
 
 def _corpus_text() -> list[str]:
-    lines = [m["content"] for m in CHAT] + ["The quick brown fox jumps over the lazy dog. 東京 12345 {\"city\": \"x\"}"]
+    lines = [m["content"] for m in CHAT] + ['The quick brown fox jumps over the lazy dog. 東京 12345 {"city": "x"}']
     for _, conversation, _ in cases():
         for message in conversation:
             content = message.get("content")
@@ -68,8 +71,9 @@ def build_tokenizer(kind: str, added: tuple[str, ...]) -> Any:
         tok = tokenizers.Tokenizer(models.BPE(unk_token="<unk>"))
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tok.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=list(added),
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        trainer = trainers.BpeTrainer(
+            vocab_size=600, special_tokens=list(added), initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        )
     else:
         tok = tokenizers.Tokenizer(models.WordPiece(unk_token="<unk>"))
         tok.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -156,15 +160,18 @@ def test_same_tokens_as_transformers(options: dict[str, Any], batched: bool) -> 
     assert repr(ours) == repr(theirs)
     if options.get("return_assistant_tokens_mask") and not options.get("truncation"):
         masks = ours["assistant_masks"]
-        assert any(1 in (row if batched or options.get("return_tensors") else masks) for row in
-                   (masks if batched or options.get("return_tensors") else [masks]))
+        assert any(
+            1 in (row if batched or options.get("return_tensors") else masks)
+            for row in (masks if batched or options.get("return_tensors") else [masks])
+        )
 
 
 def test_apply_chat_template_tokenizes_with_a_tokenizer_json(tmp_path: Path) -> None:
     tok = build_tokenizer("bpe", tuple(_added_tokens(CHATML)))
     tok.save(str(tmp_path / "tokenizer.json"))
-    ids = apply_chat_template(CHAT, CHATML, tokenize=True, tokenizer=tmp_path / "tokenizer.json", return_dict=False,
-                              **SPECIAL)
+    ids = apply_chat_template(
+        CHAT, CHATML, tokenize=True, tokenizer=tmp_path / "tokenizer.json", return_dict=False, **SPECIAL
+    )
     assert ids[0] == tok.token_to_id("<s>") and ids[1] == tok.token_to_id("<|im_start|>")
     assert ids[:2] != [ids[0], ids[0]]  # one BOS: the template's, not the post-processor's too
     text = apply_chat_template(CHAT, CHATML, **SPECIAL)
@@ -191,8 +198,9 @@ def test_errors_are_typed() -> None:
     with pytest.raises(TokenizerError, match="needs a tokenizer"):
         ChatTemplate(CHATML).render(CHAT, tokenize=True)
     with pytest.raises(TemplateError, match="return_dict"):
-        ChatTemplate(CHATML, tokenizer=tok).render(CHAT, tokenize=True, return_dict=False,
-                                                   return_assistant_tokens_mask=True)
+        ChatTemplate(CHATML, tokenizer=tok).render(
+            CHAT, tokenize=True, return_dict=False, return_assistant_tokens_mask=True
+        )
     with pytest.raises(TemplateError, match="requires tokenize"):
         ChatTemplate(CHATML).render(CHAT, return_assistant_tokens_mask=True)
     with pytest.raises(TokenizerError, match="no pad token"):
@@ -229,8 +237,11 @@ def test_tokenizer_pickles() -> None:
 
 
 def _generation_cases() -> list[tuple[str, Any, dict[str, Any]]]:
-    picked = [(name, conv, opts) for name, conv, opts in cases()
-              if any(m.get("role") == "assistant" for m in conv) and not opts.get("continue_final_message")]
+    picked = [
+        (name, conv, opts)
+        for name, conv, opts in cases()
+        if any(m.get("role") == "assistant" for m in conv) and not opts.get("continue_final_message")
+    ]
     return [("chat", CHAT, {})] + picked
 
 
@@ -285,8 +296,9 @@ def test_transformers_drops_or_spills_masks_at_untokenised_characters() -> None:
     assert theirs["assistant_masks"] != ours["assistant_masks"]
     assert 1 not in theirs["assistant_masks"]  # the first span starts on a space: no mask at all
     words = [(t, m) for t, m in zip(encoding.tokens, ours["assistant_masks"], strict=True)]
-    assert [t for t, m in words if m] == [t for t in tok.encode(" It is sunny in Paris ☀️ today. Rain, 12 °C. ",
-                                                                add_special_tokens=False).tokens]
+    assert [t for t, m in words if m] == [
+        t for t in tok.encode(" It is sunny in Paris ☀️ today. Rain, 12 °C. ", add_special_tokens=False).tokens
+    ]
 
     spill = (
         "{% for m in messages %}{{ m.role }}:{% if m.role == 'assistant' %}{% generation %}{{ m.content }} "
@@ -333,8 +345,10 @@ def test_generation_block_spans_track_top_level_output() -> None:
         text = template.render(CHAT)
     finally:
         TRACKER.reset(token)
-    assert [text[s:e] for s, e in tracker.renders[0]] == [CHAT[2]["content"] + "<|im_end|>",
-                                                          CHAT[4]["content"] + "<|im_end|>"]
+    assert [text[s:e] for s, e in tracker.renders[0]] == [
+        CHAT[2]["content"] + "<|im_end|>",
+        CHAT[4]["content"] + "<|im_end|>",
+    ]
 
 
 def test_corpus_folder_exists_for_generation_templates() -> None:

@@ -19,8 +19,10 @@ for _name in ("starlette", "uvicorn", "httpx", "httpx_sse", "openai"):
 if _MISSING:
     if os.environ.get("CI") == "true":
         raise RuntimeError(f"CI=true and the serve test dependencies are missing: {', '.join(_MISSING)}")
-    pytest.skip(f"serve test dependencies not installed: {', '.join(_MISSING)} (pip install -e '.[test]')",
-                allow_module_level=True)
+    pytest.skip(
+        f"serve test dependencies not installed: {', '.join(_MISSING)} (pip install -e '.[test]')",
+        allow_module_level=True,
+    )
 
 import uvicorn  # noqa: E402
 
@@ -29,8 +31,9 @@ class LiveServer:
     """An ASGI app under a real uvicorn on 127.0.0.1 (free port), in a thread."""
 
     def __init__(self, app: Any) -> None:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
-                                timeout_graceful_shutdown=3)
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=3
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

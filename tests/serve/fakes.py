@@ -19,16 +19,19 @@ class FakeCompletions:
     """``mode``: "ok" streams ``output`` in ``chunk``-sized pieces; "die" stops after two pieces without [DONE]
     (dropping the connection); "slow" sends a piece every ``interval`` seconds, forever."""
 
-    def __init__(self, output: str = "Hello <think>x</think> world", *, chunk: int = 3, mode: str = "ok",
-                 interval: float = 0.05) -> None:
+    def __init__(
+        self, output: str = "Hello <think>x</think> world", *, chunk: int = 3, mode: str = "ok", interval: float = 0.05
+    ) -> None:
         self.output, self.chunk, self.mode, self.interval = output, chunk, mode, interval
         self.requests: list[dict[str, Any]] = []
         self.closed_at: float | None = None
         self.closed = threading.Event()
-        self.app = Starlette(routes=[
-            Route("/v1/completions", self.completions, methods=["POST"]),
-            Route("/v1/models", self.models, methods=["GET"]),
-        ])
+        self.app = Starlette(
+            routes=[
+                Route("/v1/completions", self.completions, methods=["POST"]),
+                Route("/v1/models", self.models, methods=["GET"]),
+            ]
+        )
 
     async def models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
@@ -41,8 +44,11 @@ class FakeCompletions:
         return StreamingResponse(self._events(), media_type="text/event-stream")
 
     def _event(self, text: str, finish: str | None = None) -> bytes:
-        payload = {"id": "cmpl-1", "object": "text_completion", "choices": [
-            {"index": 0, "text": text, "finish_reason": finish}]}
+        payload = {
+            "id": "cmpl-1",
+            "object": "text_completion",
+            "choices": [{"index": 0, "text": text, "finish_reason": finish}],
+        }
         return f"data: {json.dumps(payload)}\n\n".encode()
 
     async def _events(self) -> AsyncIterator[bytes]:

@@ -27,13 +27,25 @@ async def _post(app: Any, path: str, body: Any) -> httpx.Response:
 
 
 def _agui_body(**extra: Any) -> dict[str, Any]:
-    return {"threadId": "t1", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": USER}],
-            "tools": [], "context": [], "state": {}, "forwardedProps": {}, **extra}
+    return {
+        "threadId": "t1",
+        "runId": "r1",
+        "messages": [{"id": "u1", "role": "user", "content": USER}],
+        "tools": [],
+        "context": [],
+        "state": {},
+        "forwardedProps": {},
+        **extra,
+    }
 
 
 def _chat_body() -> dict[str, Any]:
-    return {"id": "c1", "trigger": "submit-message", "messageId": None,
-            "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": USER}]}]}
+    return {
+        "id": "c1",
+        "trigger": "submit-message",
+        "messageId": None,
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": USER}]}],
+    }
 
 
 async def test_agui_runs_the_server_tools_and_reports_steps_and_results() -> None:
@@ -56,8 +68,11 @@ async def test_agui_runs_the_server_tools_and_reports_steps_and_results() -> Non
 
 
 async def test_agui_without_server_tools_leaves_client_tools_to_the_client() -> None:
-    tool = {"name": "get_current_temperature", "description": "temperature",
-            "parameters": {"type": "object", "properties": {"location": {"type": "string"}}}}
+    tool = {
+        "name": "get_current_temperature",
+        "description": "temperature",
+        "parameters": {"type": "object", "properties": {"location": {"type": "string"}}},
+    }
     r = await _post(create_app(embedded_gateway()), "/agui", _agui_body(tools=[tool]))
     events = [json.loads(d) for d in sse_data(r.content)]
     verify_agui(events)
@@ -92,8 +107,9 @@ async def test_ai_sdk_invalid_tool_arguments_are_a_tool_input_error_then_a_tool_
 
     bad = '<tool_call>\n{"name": "get_current_temperature", "arguments": {"unit": "kelvin"}}\n</tool_call>'
     backend = ReplayBackend([ReplayRecord("Sorry.", match="<tool_response>"), ReplayRecord(bad)])
-    gateway = Gateway(embedded_template(), "hermes", backend,
-                      tool_functions={"get_current_temperature": get_current_temperature})
+    gateway = Gateway(
+        embedded_template(), "hermes", backend, tool_functions={"get_current_temperature": get_current_temperature}
+    )
     r = await _post(create_app(gateway), "/api/chat", _chat_body())
     chunks = [json.loads(d) for d in sse_data(r.content)[:-1]]
     check_ui_chunks(chunks)
@@ -103,26 +119,49 @@ async def test_ai_sdk_invalid_tool_arguments_are_a_tool_input_error_then_a_tool_
 
 
 def test_ai_sdk_ui_messages_become_openai_turns() -> None:
-    messages = ui_messages([
-        {"id": "s", "role": "system", "parts": [{"type": "text", "text": "Be brief."}]},
-        {"id": "u", "role": "user", "parts": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
-        {"id": "a", "role": "assistant", "parts": [
-            {"type": "step-start"},
-            {"type": "reasoning", "text": "think"},
-            {"type": "tool-get_weather", "toolCallId": "c1", "state": "output-available",
-             "input": {"city": "Paris"}, "output": {"t": 22}},
-            {"type": "dynamic-tool", "toolName": "lookup", "toolCallId": "c2", "state": "output-error",
-             "input": {}, "errorText": "boom"},
-            {"type": "step-start"},
-            {"type": "text", "text": "It is 22."},
-        ]},
-    ])
+    messages = ui_messages(
+        [
+            {"id": "s", "role": "system", "parts": [{"type": "text", "text": "Be brief."}]},
+            {"id": "u", "role": "user", "parts": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+            {
+                "id": "a",
+                "role": "assistant",
+                "parts": [
+                    {"type": "step-start"},
+                    {"type": "reasoning", "text": "think"},
+                    {
+                        "type": "tool-get_weather",
+                        "toolCallId": "c1",
+                        "state": "output-available",
+                        "input": {"city": "Paris"},
+                        "output": {"t": 22},
+                    },
+                    {
+                        "type": "dynamic-tool",
+                        "toolName": "lookup",
+                        "toolCallId": "c2",
+                        "state": "output-error",
+                        "input": {},
+                        "errorText": "boom",
+                    },
+                    {"type": "step-start"},
+                    {"type": "text", "text": "It is 22."},
+                ],
+            },
+        ]
+    )
     assert messages == [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "a\nb"},
-        {"role": "assistant", "content": None, "reasoning_content": "think", "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
-            {"id": "c2", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "think",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+                {"id": "c2", "type": "function", "function": {"name": "lookup", "arguments": "{}"}},
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "name": "get_weather", "content": '{"t": 22}'},
         {"role": "tool", "tool_call_id": "c2", "name": "lookup", "content": "Error: boom"},
         {"role": "assistant", "content": "It is 22."},
@@ -133,29 +172,39 @@ def test_ai_sdk_ui_messages_become_openai_turns() -> None:
 
 
 def test_agui_run_input_becomes_a_chat_request() -> None:
-    chat, thread, run = parse_run_input({
-        "threadId": "t", "runId": "r",
-        "messages": [
-            {"id": "1", "role": "developer", "content": "Be brief."},
-            {"id": "2", "role": "user", "content": [{"type": "text", "text": "hi"}]},
-            {"id": "3", "role": "reasoning", "content": "skipped"},
-            {"id": "4", "role": "assistant", "toolCalls": [
-                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
-            {"id": "5", "role": "tool", "toolCallId": "c", "content": "ok"},
-        ],
-        "tools": [{"name": "f", "description": "d", "parameters": {"type": "object"}}],
-        "context": [{"description": "user name", "value": "Ada"}],
-    })
+    chat, thread, run = parse_run_input(
+        {
+            "threadId": "t",
+            "runId": "r",
+            "messages": [
+                {"id": "1", "role": "developer", "content": "Be brief."},
+                {"id": "2", "role": "user", "content": [{"type": "text", "text": "hi"}]},
+                {"id": "3", "role": "reasoning", "content": "skipped"},
+                {
+                    "id": "4",
+                    "role": "assistant",
+                    "toolCalls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+                },
+                {"id": "5", "role": "tool", "toolCallId": "c", "content": "ok"},
+            ],
+            "tools": [{"name": "f", "description": "d", "parameters": {"type": "object"}}],
+            "context": [{"description": "user name", "value": "Ada"}],
+        }
+    )
     assert (thread, run) == ("t", "r")
     assert list(chat.messages) == [
         {"role": "developer", "content": "Be brief.\n\nContext:\nuser name: Ada"},
         {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        },
         {"role": "tool", "content": "ok", "tool_call_id": "c"},
     ]
-    assert chat.tools == [{"type": "function", "function": {"name": "f", "description": "d",
-                                                            "parameters": {"type": "object"}}}]
+    assert chat.tools == [
+        {"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object"}}}
+    ]
 
 
 async def test_bad_requests_are_400_before_any_stream() -> None:

@@ -39,17 +39,35 @@ def _sse(server_url: str, body: dict, *, max_events: int | None = None) -> list[
 def test_prompt_sent_is_apply_chat_template_and_markers_survive(live):
     fake = FakeCompletions("<think>plan</think>Hello there")
     with live(fake.app) as backend, live(create_app(_gateway(backend.url))) as server:
-        body = {"messages": MESSAGES, "tools": TOOLS, "max_tokens": 50, "temperature": 0.5, "top_p": 0.9,
-                "stop": ["END"], "seed": 3, "stream": True, "stream_options": {"include_usage": True}}
+        body = {
+            "messages": MESSAGES,
+            "tools": TOOLS,
+            "max_tokens": 50,
+            "temperature": 0.5,
+            "top_p": 0.9,
+            "stop": ["END"],
+            "seed": 3,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         data = _sse(server.url, body)
     sent = fake.requests[-1]
-    expected = apply_chat_template([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
-                                   embedded_template(), tools=TOOLS, add_generation_prompt=True)
+    expected = apply_chat_template(
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+        embedded_template(),
+        tools=TOOLS,
+        add_generation_prompt=True,
+    )
     assert sent["prompt"] == expected
     assert sent["skip_special_tokens"] is False and sent["stream"] is True
     assert sent["stream_options"] == {"include_usage": True}
     assert (sent["max_tokens"], sent["temperature"], sent["top_p"], sent["stop"], sent["seed"]) == (
-        50, 0.5, 0.9, ["END"], 3)
+        50,
+        0.5,
+        0.9,
+        ["END"],
+        3,
+    )
     assert sent["model"] == "fake-model"  # discovered from the backend's /v1/models
     chunks = [json.loads(d) for d in data[:-1]]
     assert data[-1] == "[DONE]"
@@ -68,8 +86,9 @@ def _free_port() -> int:
 def test_unreachable_backend_is_502(live):
     with live(create_app(_gateway(f"http://127.0.0.1:{_free_port()}"))) as server:
         for stream in (False, True):
-            r = httpx.post(server.url + "/v1/chat/completions", json={"messages": MESSAGES, "stream": stream},
-                           timeout=10)
+            r = httpx.post(
+                server.url + "/v1/chat/completions", json={"messages": MESSAGES, "stream": stream}, timeout=10
+            )
             assert r.status_code == 502, r.text
             assert r.json()["error"]["code"] == "backend_unreachable"
 
@@ -80,8 +99,11 @@ def test_backend_rejecting_is_400(live):
     with live(fake.app) as backend:
         gateway = Gateway(template, "hermes", CompletionsBackend(backend.url))
         with live(create_app(gateway)) as server:
-            r = httpx.post(server.url + "/v1/chat/completions",
-                           json={"messages": [{"role": "user", "content": "REJECT"}]}, timeout=10)
+            r = httpx.post(
+                server.url + "/v1/chat/completions",
+                json={"messages": [{"role": "user", "content": "REJECT"}]},
+                timeout=10,
+            )
     assert r.status_code == 400 and "bad" in r.json()["error"]["message"]
 
 

@@ -27,8 +27,13 @@ class ServeProcess:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT / "src"), env.get("PYTHONPATH")]))
         env.pop("TURNKIT_API_KEY", None)
-        self.proc = subprocess.Popen([sys.executable, "-m", "turnkit.cli", "serve", "--port", "0", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "turnkit.cli", "serve", "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # bounded by the test timeout
         match = re.search(r"listening on (http://\S+)/v1", line)
@@ -53,10 +58,21 @@ def test_no_arguments_starts_on_the_embedded_default_and_the_openai_client_works
         client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", timeout=10, max_retries=0)
         reply = client.chat.completions.create(model="turnkit-replay", messages=[{"role": "user", "content": "Hi"}])
         assert reply.choices[0].message.content.startswith("Hello!")
-        tools = [{"type": "function", "function": {"name": "get_current_temperature", "parameters": {
-            "type": "object", "properties": {"location": {"type": "string"}}}}}]
-        stream = client.chat.completions.create(model="turnkit-replay", stream=True, tools=tools,
-                                                messages=[{"role": "user", "content": "Temperature in Paris?"}])
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_current_temperature",
+                    "parameters": {"type": "object", "properties": {"location": {"type": "string"}}},
+                },
+            }
+        ]
+        stream = client.chat.completions.create(
+            model="turnkit-replay",
+            stream=True,
+            tools=tools,
+            messages=[{"role": "user", "content": "Temperature in Paris?"}],
+        )
         chunks = list(stream)
         assert chunks[-1].choices[0].finish_reason == "tool_calls"
     finally:
@@ -70,8 +86,12 @@ def test_signal_ends_in_flight_streams_with_an_error_event(sig: int):
     got_first = threading.Event()
 
     def read() -> None:
-        with httpx.stream("POST", server.url + "/v1/chat/completions", timeout=20,
-                          json={"messages": [{"role": "user", "content": "Hi"}], "stream": True}) as r:
+        with httpx.stream(
+            "POST",
+            server.url + "/v1/chat/completions",
+            timeout=20,
+            json={"messages": [{"role": "user", "content": "Hi"}], "stream": True},
+        ) as r:
             for line in r.iter_lines():
                 if line.startswith("data: "):
                     events.append(line.removeprefix("data: "))
@@ -113,13 +133,15 @@ def test_format_is_guessed_from_the_template(tmp_path: Path):
 
 
 def test_missing_extra_is_a_one_line_install_hint():
-    code = ("import sys; sys.modules['starlette'] = None; from turnkit.cli import main; sys.exit(main(['serve']))")
+    code = "import sys; sys.modules['starlette'] = None; from turnkit.cli import main; sys.exit(main(['serve']))"
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO_ROOT / "src")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "pip install 'turnkit[serve]'" in result.stderr
-    code = ("import sys; sys.modules['starlette'] = None\n"
-            "try:\n import turnkit.serve\nexcept ImportError as e: print(type(e).__name__)")
+    code = (
+        "import sys; sys.modules['starlette'] = None\n"
+        "try:\n import turnkit.serve\nexcept ImportError as e: print(type(e).__name__)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert result.stdout.strip() == "MissingDependencyError"

@@ -14,47 +14,60 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 USER = [{"role": "user", "content": "Hi"}]
 
 
-async def _post(app: Any, body: Any, *, raw: bytes | None = None, headers: dict[str, str] | None = None,
-                path: str = "/v1/chat/completions") -> httpx.Response:
+async def _post(
+    app: Any,
+    body: Any,
+    *,
+    raw: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    path: str = "/v1/chat/completions",
+) -> httpx.Response:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
         if raw is not None:
             return await client.post(path, content=raw, headers=headers)
         return await client.post(path, json=body, headers=headers)
 
 
-@pytest.mark.parametrize(("body", "param"), [
-    ({}, "messages"),
-    ({"messages": []}, "messages"),
-    ({"messages": "hi"}, "messages"),
-    ({"messages": [{"role": "wizard", "content": "x"}]}, "messages[0].role"),
-    ({"messages": [{"role": "user"}]}, "messages[0].content"),
-    ({"messages": [{"role": "user", "content": 3}]}, "messages[0].content"),
-    ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
-     "messages[0].content[0].type"),
-    ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].tool_call_id"),
-    ({"messages": [{"role": "assistant", "tool_calls": [{"function": {}}]}]},
-     "messages[0].tool_calls[0].function.name"),
-    ({"messages": USER, "frobnicate": 1}, "frobnicate"),
-    ({"messages": USER, "n": 2}, "n"),
-    ({"messages": USER, "temperature": "hot"}, "temperature"),
-    ({"messages": USER, "temperature": 9}, "temperature"),
-    ({"messages": USER, "top_p": -1}, "top_p"),
-    ({"messages": USER, "max_tokens": 0}, "max_tokens"),
-    ({"messages": USER, "max_tokens": True}, "max_tokens"),
-    ({"messages": USER, "stream": "yes"}, "stream"),
-    ({"messages": USER, "stream_options": {"include_usage": True}}, "stream_options"),
-    ({"messages": USER, "stop": 5}, "stop"),
-    ({"messages": USER, "seed": 1.5}, "seed"),
-    ({"messages": USER, "tools": {"a": 1}}, "tools"),
-    ({"messages": USER, "tools": [{"type": "function", "function": {}}]}, "tools[0].function.name"),
-    ({"messages": USER, "tool_choice": "sometimes"}, "tool_choice"),
-    ({"messages": USER, "tool_choice": "required"}, "tool_choice"),
-    ({"messages": USER, "response_format": {"type": "xml"}}, "response_format"),
-    ({"messages": USER, "chat_template_kwargs": []}, "chat_template_kwargs"),
-    ({"messages": USER, "chat_template_kwargs": {"add_generation_prompt": False}}, "chat_template_kwargs"),
-    ({"messages": USER, "model": 3}, "model"),
-    ({"messages": USER, "logprobs": True}, "logprobs"),
-])
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({}, "messages"),
+        ({"messages": []}, "messages"),
+        ({"messages": "hi"}, "messages"),
+        ({"messages": [{"role": "wizard", "content": "x"}]}, "messages[0].role"),
+        ({"messages": [{"role": "user"}]}, "messages[0].content"),
+        ({"messages": [{"role": "user", "content": 3}]}, "messages[0].content"),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
+            "messages[0].content[0].type",
+        ),
+        ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].tool_call_id"),
+        (
+            {"messages": [{"role": "assistant", "tool_calls": [{"function": {}}]}]},
+            "messages[0].tool_calls[0].function.name",
+        ),
+        ({"messages": USER, "frobnicate": 1}, "frobnicate"),
+        ({"messages": USER, "n": 2}, "n"),
+        ({"messages": USER, "temperature": "hot"}, "temperature"),
+        ({"messages": USER, "temperature": 9}, "temperature"),
+        ({"messages": USER, "top_p": -1}, "top_p"),
+        ({"messages": USER, "max_tokens": 0}, "max_tokens"),
+        ({"messages": USER, "max_tokens": True}, "max_tokens"),
+        ({"messages": USER, "stream": "yes"}, "stream"),
+        ({"messages": USER, "stream_options": {"include_usage": True}}, "stream_options"),
+        ({"messages": USER, "stop": 5}, "stop"),
+        ({"messages": USER, "seed": 1.5}, "seed"),
+        ({"messages": USER, "tools": {"a": 1}}, "tools"),
+        ({"messages": USER, "tools": [{"type": "function", "function": {}}]}, "tools[0].function.name"),
+        ({"messages": USER, "tool_choice": "sometimes"}, "tool_choice"),
+        ({"messages": USER, "tool_choice": "required"}, "tool_choice"),
+        ({"messages": USER, "response_format": {"type": "xml"}}, "response_format"),
+        ({"messages": USER, "chat_template_kwargs": []}, "chat_template_kwargs"),
+        ({"messages": USER, "chat_template_kwargs": {"add_generation_prompt": False}}, "chat_template_kwargs"),
+        ({"messages": USER, "model": 3}, "model"),
+        ({"messages": USER, "logprobs": True}, "logprobs"),
+    ],
+)
 async def test_bad_request_names_the_field(body: Any, param: str):
     r = await _post(create_app(embedded_gateway()), body)
     assert r.status_code == 400, r.text
@@ -104,8 +117,9 @@ async def test_api_key():
 
 
 async def test_unknown_route_is_an_openai_error():
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(embedded_gateway())),
-                                 base_url="http://t") as client:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_app(embedded_gateway())), base_url="http://t"
+    ) as client:
         r = await client.get("/v1/nothing")
         assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
         r = await client.get("/v1/chat/completions")
@@ -115,10 +129,21 @@ async def test_unknown_route_is_an_openai_error():
 async def test_conversation_shapes_are_accepted():
     messages = [
         {"role": "developer", "content": "Be brief."},
-        {"role": "user", "content": [{"type": "text", "text": "What is the temperature"},
-                                     {"type": "text", "text": "?"}]},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_0", "type": "function", "function": {
-            "name": "get_current_temperature", "arguments": '{"location": "Paris, France"}'}}]},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "What is the temperature"}, {"type": "text", "text": "?"}],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_0",
+                    "type": "function",
+                    "function": {"name": "get_current_temperature", "arguments": '{"location": "Paris, France"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_0", "content": "22.0"},
     ]
     r = await _post(create_app(embedded_gateway()), {"messages": messages})

@@ -23,8 +23,27 @@ from turnkit.serve import BackendChunk, ChatRequest, Gateway, SamplingParams
 from turnkit.serve.protocols.openai_chat import _Wire
 
 _SKIP_FIELDS = {"name", "description", "notes", "ids", "aliases"}
-_SNIPPETS = ['{"name": "f", "arguments": {"a": 1}}', '{"x": "y"}', '[{"name": "g", "arguments": {}}]', "f(a=1)",
-             '"', "{", "}", "[", "]", "\n", " ", "name", "=", ">", "<", "call:f{k:1}", "functions.f:0", "1", "é\u2028"]
+_SNIPPETS = [
+    '{"name": "f", "arguments": {"a": 1}}',
+    '{"x": "y"}',
+    '[{"name": "g", "arguments": {}}]',
+    "f(a=1)",
+    '"',
+    "{",
+    "}",
+    "[",
+    "]",
+    "\n",
+    " ",
+    "name",
+    "=",
+    ">",
+    "<",
+    "call:f{k:1}",
+    "functions.f:0",
+    "1",
+    "é\u2028",
+]
 TEMPLATE = "{% for m in messages %}{{ m.content }}{% endfor %}"
 
 
@@ -45,7 +64,7 @@ def _markers(value: Any) -> set[str]:
 
 def _outputs(spec: FormatSpec) -> st.SearchStrategy[str]:
     pieces = sorted(_markers(spec)) + _SNIPPETS
-    fragment = st.one_of(st.sampled_from(pieces), st.text(alphabet="ab <>{}\"[]:,=\n\\", max_size=6))
+    fragment = st.one_of(st.sampled_from(pieces), st.text(alphabet='ab <>{}"[]:,=\n\\', max_size=6))
     return st.lists(fragment, max_size=14).map("".join)
 
 

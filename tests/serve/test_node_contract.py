@@ -32,8 +32,11 @@ PACKAGES = ("ai", "@ag-ui/client")
 def _node() -> str:
     node = shutil.which("node")
     missing = [p for p in PACKAGES if not (PREFIX / "node_modules" / p / "package.json").is_file()]
-    reason = "node is not installed" if node is None else (
-        f"npm packages missing in {PREFIX}: {', '.join(missing)} (run scripts/test.sh)" if missing else None)
+    reason = (
+        "node is not installed"
+        if node is None
+        else (f"npm packages missing in {PREFIX}: {', '.join(missing)} (run scripts/test.sh)" if missing else None)
+    )
     if reason is not None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true and the Node contract tests cannot run: {reason}")
@@ -43,8 +46,13 @@ def _node() -> str:
 
 
 def _run(script: str, *args: str) -> Any:
-    out = subprocess.run([_node(), str(JS / script), *args], capture_output=True, text=True, timeout=90,
-                         env={**os.environ, "TURNKIT_NODE_PREFIX": str(PREFIX)})
+    out = subprocess.run(
+        [_node(), str(JS / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, "TURNKIT_NODE_PREFIX": str(PREFIX)},
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     return json.loads(out.stdout)
 
@@ -55,8 +63,11 @@ def _gateway(tools: bool) -> Any:
 
 @pytest.mark.parametrize("tools", [True, False], ids=["server-tools", "no-tools"])
 def test_ai_sdk_read_ui_message_stream(live: Any, tools: bool) -> None:
-    body = {"id": "chat-1", "trigger": "submit-message",
-            "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "temp in Paris?"}]}]}
+    body = {
+        "id": "chat-1",
+        "trigger": "submit-message",
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "temp in Paris?"}]}],
+    }
     if not tools:
         body["messages"][0]["parts"][0]["text"] = "Hi"
     with live(create_app(_gateway(tools))) as server:
@@ -88,11 +99,22 @@ def test_ai_sdk_read_ui_message_stream(live: Any, tools: bool) -> None:
 
 @pytest.mark.parametrize("tools", [True, False], ids=["server-tools", "client-tools"])
 def test_agui_http_agent(live: Any, tools: bool) -> None:
-    client_tools = [] if tools else [{"name": "get_current_temperature", "description": "temperature",
-                                      "parameters": {"type": "object",
-                                                     "properties": {"location": {"type": "string"}}}}]
-    agent_input = {"messages": [{"id": "u1", "role": "user", "content": "temp in Paris?"}], "tools": client_tools,
-                   "context": [{"description": "unit", "value": "celsius"}]}
+    client_tools = (
+        []
+        if tools
+        else [
+            {
+                "name": "get_current_temperature",
+                "description": "temperature",
+                "parameters": {"type": "object", "properties": {"location": {"type": "string"}}},
+            }
+        ]
+    )
+    agent_input = {
+        "messages": [{"id": "u1", "role": "user", "content": "temp in Paris?"}],
+        "tools": client_tools,
+        "context": [{"description": "unit", "value": "celsius"}],
+    }
     with live(create_app(_gateway(tools))) as server:
         result = _run("agui_contract.mjs", server.url + "/agui", json.dumps(agent_input))
         events = result["events"]
@@ -107,8 +129,11 @@ def test_agui_http_agent(live: Any, tools: bool) -> None:
             assert messages[-1] == {**messages[-1], "role": "assistant", "content": "It is 22 °C in Paris right now."}
             # the next run sends the client's messages (reasoning messages included) back; the tool result
             # reaches the prompt, so the replay answers from it without calling the tool again
-            again = _run("agui_contract.mjs", server.url + "/agui", json.dumps({"messages": messages + [
-                {"id": "u2", "role": "user", "content": "And now?"}]}))
+            again = _run(
+                "agui_contract.mjs",
+                server.url + "/agui",
+                json.dumps({"messages": messages + [{"id": "u2", "role": "user", "content": "And now?"}]}),
+            )
             assert again["messages"][-1]["content"] == "It is 22 °C in Paris right now."
             assert not any(e["type"] == "TOOL_CALL_START" for e in again["events"])
         else:

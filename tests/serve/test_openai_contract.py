@@ -21,14 +21,26 @@ def _tool(name: str) -> dict[str, Any]:
 
 TOOLS = [_tool("get_weather"), _tool("get_time")]
 RECORDS = [
-    ReplayRecord(match="PARALLEL", chunk=3, output=(
-        '<think>Two lookups.</think><tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
-        '<tool_call>\n{"name": "get_time", "arguments": {"city": "Tokyo"}}\n</tool_call>')),
-    ReplayRecord(match="UNKNOWN", chunk=5, output=(
-        '<tool_call>\n{"name": "launch_rockets", "arguments": {"n": 3}}\n</tool_call>'
-        '<tool_call>\n{"name": "get_time", "arguments": {"city": "Rome"}}\n</tool_call>')),
-    ReplayRecord(match="BADARGS", chunk=4,
-                 output='<tool_call>\n{"name": "get_weather", "arguments": {"city": }\n</tool_call>'),
+    ReplayRecord(
+        match="PARALLEL",
+        chunk=3,
+        output=(
+            "<think>Two lookups.</think>"
+            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+            '<tool_call>\n{"name": "get_time", "arguments": {"city": "Tokyo"}}\n</tool_call>'
+        ),
+    ),
+    ReplayRecord(
+        match="UNKNOWN",
+        chunk=5,
+        output=(
+            '<tool_call>\n{"name": "launch_rockets", "arguments": {"n": 3}}\n</tool_call>'
+            '<tool_call>\n{"name": "get_time", "arguments": {"city": "Rome"}}\n</tool_call>'
+        ),
+    ),
+    ReplayRecord(
+        match="BADARGS", chunk=4, output='<tool_call>\n{"name": "get_weather", "arguments": {"city": }\n</tool_call>'
+    ),
     ReplayRecord(match="JSON", chunk=2, output='{"answer": 42}'),
     ReplayRecord(match="LONG", chunk=2, output="<think>a long story that never ends</think>and on and on"),
     ReplayRecord(chunk=4, output="<think>Greeting.</think>Hello, world! ünïcödé \u2028 line"),
@@ -81,8 +93,11 @@ def _accumulate(chunks: list[Any]) -> tuple[dict[str, Any], str | None, list[Any
 def _both(server: Any, content: str, **options: Any) -> tuple[Any, Any]:
     client = _client(server)
     messages = [{"role": "user", "content": content}]
-    chunks = list(client.chat.completions.create(model="replay", messages=messages, stream=True,
-                                                 stream_options={"include_usage": True}, **options))
+    chunks = list(
+        client.chat.completions.create(
+            model="replay", messages=messages, stream=True, stream_options={"include_usage": True}, **options
+        )
+    )
     whole = client.chat.completions.create(model="replay", messages=messages, **options)
     return chunks, whole
 
@@ -90,9 +105,12 @@ def _both(server: Any, content: str, **options: Any) -> tuple[Any, Any]:
 def _non_stream(whole: Any) -> tuple[dict[str, Any], str | None, list[Any]]:
     choice = whole.choices[0]
     message = choice.message.model_dump(exclude_none=True)
-    out = {"role": message["role"], "content": message.get("content"),
-           "reasoning_content": (choice.message.model_extra or {}).get("reasoning_content"),
-           "tool_calls": message.get("tool_calls", [])}
+    out = {
+        "role": message["role"],
+        "content": message.get("content"),
+        "reasoning_content": (choice.message.model_extra or {}).get("reasoning_content"),
+        "tool_calls": message.get("tool_calls", []),
+    }
     return out, choice.finish_reason, (choice.model_extra or {}).get("turnkit_problems") or []
 
 
@@ -114,7 +132,9 @@ def test_parallel_tool_calls(server):
     message, finish, problems = streamed
     assert finish == "tool_calls" and problems == []
     assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message["tool_calls"]] == [
-        ("get_weather", {"city": "Paris"}), ("get_time", {"city": "Tokyo"})]
+        ("get_weather", {"city": "Paris"}),
+        ("get_time", {"city": "Tokyo"}),
+    ]
     assert len({c["id"] for c in message["tool_calls"]}) == 2
 
 

@@ -60,8 +60,12 @@ def _check(fmt: str, output: str, chunk: int) -> None:
 
 @pytest.mark.parametrize("name", list_formats())
 def test_every_format_maps_the_same_whole_and_rechunked(name: str) -> None:
-    @settings(max_examples=25, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @settings(
+        max_examples=25,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
     @given(output=_outputs(load_format(name).spec), chunk=st.integers(1, 9))
     def run(output: str, chunk: int) -> None:
         _check(name, output, chunk)
@@ -72,7 +76,7 @@ def test_every_format_maps_the_same_whole_and_rechunked(name: str) -> None:
 WELL_FORMED = {
     "hermes": '<think>plan é</think>Hi <tool_call>\n{"name": "f", "arguments": {"a": "x\\u2028y"}}\n</tool_call>',
     "qwen3_coder_xml": "<think>r</think>ok<tool_call>\n<function=g>\n<parameter=k>\nv\n</parameter>\n</function>\n"
-                       "</tool_call>",
+    "</tool_call>",
     "gpt_oss": "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>Done.",
 }
 

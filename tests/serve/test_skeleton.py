@@ -37,8 +37,12 @@ async def test_non_stream_chat_in_process():
 def test_stream_over_uvicorn(live):
     with live(create_app(embedded_gateway())) as server:
         lines = []
-        with httpx.stream("POST", server.url + "/v1/chat/completions", timeout=10,
-                          json={"messages": [{"role": "user", "content": "Hi"}], "stream": True}) as r:
+        with httpx.stream(
+            "POST",
+            server.url + "/v1/chat/completions",
+            timeout=10,
+            json={"messages": [{"role": "user", "content": "Hi"}], "stream": True},
+        ) as r:
             assert r.headers["content-type"].startswith("text/event-stream")
             assert r.headers["x-accel-buffering"] == "no"
             for line in r.iter_lines():

@@ -115,8 +115,11 @@ def agui_message(events: list[dict[str, Any]]) -> dict[str, Any]:
         elif kind == "REASONING_MESSAGE_CONTENT":
             reasoning.append(event["delta"])
         elif kind == "TOOL_CALL_START":
-            calls[event["toolCallId"]] = {"id": event["toolCallId"], "type": "function",
-                                          "function": {"name": event["toolCallName"], "arguments": ""}}
+            calls[event["toolCallId"]] = {
+                "id": event["toolCallId"],
+                "type": "function",
+                "function": {"name": event["toolCallName"], "arguments": ""},
+            }
         elif kind == "TOOL_CALL_ARGS":
             calls[event["toolCallId"]]["function"]["arguments"] += event["delta"]
     return _message(content, reasoning, list(calls.values()))
@@ -195,8 +198,11 @@ def ui_message(chunks: list[dict[str, Any]]) -> dict[str, Any]:
         elif kind == "reasoning-delta":
             reasoning.append(chunk["delta"])
         elif kind == "tool-input-start":
-            calls[chunk["toolCallId"]] = {"id": chunk["toolCallId"], "type": "function",
-                                          "function": {"name": chunk["toolName"], "arguments": ""}}
+            calls[chunk["toolCallId"]] = {
+                "id": chunk["toolCallId"],
+                "type": "function",
+                "function": {"name": chunk["toolName"], "arguments": ""},
+            }
         elif kind == "tool-input-delta":
             calls[chunk["toolCallId"]]["function"]["arguments"] += chunk["inputTextDelta"]
         elif kind == "tool-input-available":

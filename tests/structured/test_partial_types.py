@@ -106,7 +106,7 @@ def test_locally_defined_classes_cannot_be_written_to_a_file() -> None:
         partial_types_module(UsesLocal)
 
 
-MODELS = '''
+MODELS = """
 from __future__ import annotations
 
 import enum
@@ -135,9 +135,9 @@ class Review(BaseModel):
     tags: Annotated[list[str], ItemsWhenComplete()]
     verdict: Annotated[Literal["buy", "skip"], WithState()]
     related: list[Review] = Field(default_factory=list)
-'''
+"""
 
-GOOD_USE = '''
+GOOD_USE = """
 from __future__ import annotations
 
 from {partial} import PartialLine, PartialReview
@@ -156,9 +156,9 @@ def headline(p: PartialReview) -> str:
         out += p.verdict.value
     first: PartialLine | None = p.lines[0] if p.lines else None
     return out + (first.text or "" if first else "") + str((p.stars or 0) + 1)
-'''
+"""
 
-BAD_USE = '''
+BAD_USE = """
 from __future__ import annotations
 
 from {partial} import PartialReview
@@ -171,7 +171,7 @@ def headline(p: PartialReview) -> str:
     d: str = p.verdict.value  # BAD4 a pending field has no value
     e: int = p.tags[0] if p.tags else 0  # BAD5 items are str
     return a + str(b) + str(c) + d + str(e)
-'''
+"""
 
 
 def _generate_user_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -293,7 +293,7 @@ def test_review_json_roundtrip_through_partial() -> None:
     assert partial.verdict == FieldState[str](state="complete", value="v")  # type: ignore[attr-defined]
 
 
-RICH_MODELS = '''
+RICH_MODELS = """
 from __future__ import annotations
 
 import datetime
@@ -337,7 +337,7 @@ class Rich(BaseModel):
     state: Annotated[list[Leaf], WithState()]
     anything: Any = None
     aliased: int = Field(default=0, alias="Aliased-Key")
-'''
+"""
 
 
 def test_rich_types_generate_importable_checked_code(tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ class Report(BaseModel):
 
 
 REPORT = {
-    "title": "Café \"Ünïcode\" 🍽️ review",
+    "title": 'Café "Ünïcode" 🍽️ review',
     "mood": "good",
     "lines": [{"emoji": "🍽️", "text": "음식이 맛있어요"}, {"emoji": "🏠", "text": "인테리어가 멋져요\n"}],
     "steps": [{"kind": "search", "body": "looked \\ around"}, {"kind": "answer", "body": "done"}],
@@ -564,8 +564,10 @@ class Dup(BaseModel):
     obj: dict[str, int] = {}
 
 
-DUP = '{"text": "first", "kind": "a", "state": "s1", "obj": {"x": 1}, "text": "second", "kind": "b", ' \
-      '"state": "s2", "obj": {"y": 2}}'
+DUP = (
+    '{"text": "first", "kind": "a", "state": "s1", "obj": {"x": 1}, "text": "second", "kind": "b", '
+    '"state": "s2", "obj": {"y": 2}}'
+)
 
 
 @pytest.mark.parametrize("name,pieces", list(chunkings(DUP)))

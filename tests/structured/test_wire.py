@@ -25,8 +25,7 @@ def test_exact_encoding() -> None:
     ]
     text = encode_ops(ops)
     assert text == (
-        '[{"v":{}},["/title","Hel"],"lo"," 세계",["/n",1],'
-        '{"o":"r","v":"x"},{"o":"x"},{"o":"m","p":"/t","f":"/title"}]'
+        '[{"v":{}},["/title","Hel"],"lo"," 세계",["/n",1],{"o":"r","v":"x"},{"o":"x"},{"o":"m","p":"/t","f":"/title"}]'
     )
     assert decode_ops(text) == ops
 

@@ -64,11 +64,19 @@ def render(
     progress: bool = False,
 ) -> Summary:
     """Render every row of ``input`` (a ``messages`` column, optional per-row ``tools``) into ``output``."""
-    worker = Renderer(model=model, template=template, tokenize=tokenize, masks=masks, messages_column=messages_column,
-                      tools_column=tools_column, documents_column=documents_column,
-                      add_generation_prompt=add_generation_prompt)
-    return run(worker, input, output, workers=workers, engine=engine, batch_size=batch_size, resume=resume,
-               progress=progress)
+    worker = Renderer(
+        model=model,
+        template=template,
+        tokenize=tokenize,
+        masks=masks,
+        messages_column=messages_column,
+        tools_column=tools_column,
+        documents_column=documents_column,
+        add_generation_prompt=add_generation_prompt,
+    )
+    return run(
+        worker, input, output, workers=workers, engine=engine, batch_size=batch_size, resume=resume, progress=progress
+    )
 
 
 def parse(
@@ -85,8 +93,9 @@ def parse(
 ) -> Summary:
     """Parse every row's raw model output (``generated_text``) into a ``message`` (OpenAI wire form)."""
     worker = Parser(format, text_column=text_column)
-    return run(worker, input, output, workers=workers, engine=engine, batch_size=batch_size, resume=resume,
-               progress=progress)
+    return run(
+        worker, input, output, workers=workers, engine=engine, batch_size=batch_size, resume=resume, progress=progress
+    )
 
 
 def renderer(
@@ -101,9 +110,16 @@ def renderer(
     add_generation_prompt: GenerationPrompt = False,
 ) -> Renderer:
     """A function for ``datasets.Dataset.map(..., batched=True)`` (or ``map_batches``) adding ``prompt`` et al."""
-    return Renderer(model=model, template=template, tokenize=tokenize, masks=masks, messages_column=messages_column,
-                    tools_column=tools_column, documents_column=documents_column,
-                    add_generation_prompt=add_generation_prompt)
+    return Renderer(
+        model=model,
+        template=template,
+        tokenize=tokenize,
+        masks=masks,
+        messages_column=messages_column,
+        tools_column=tools_column,
+        documents_column=documents_column,
+        add_generation_prompt=add_generation_prompt,
+    )
 
 
 def preprocess(
@@ -121,8 +137,14 @@ def preprocess(
     Use it with the chat template stage disabled. ``add_generation_prompt="auto"`` follows Ray's rule (only when
     the last message is not the assistant's). ``sampling_params`` is added to every row.
     """
-    worker = Renderer(model=model, template=template, messages_column=messages_column, tools_column=tools_column,
-                      documents_column=documents_column, add_generation_prompt=add_generation_prompt)
+    worker = Renderer(
+        model=model,
+        template=template,
+        messages_column=messages_column,
+        tools_column=tools_column,
+        documents_column=documents_column,
+        add_generation_prompt=add_generation_prompt,
+    )
     return _RowFunction(worker, dict(sampling_params) if sampling_params is not None else None)
 
 

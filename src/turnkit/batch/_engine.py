@@ -94,8 +94,12 @@ def _ray_results(worker: Worker, path: str, workers: int, batch_size: int, skip:
 
         root = os.path.dirname(os.path.dirname(os.path.abspath(turnkit.__file__)))
         python_path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
-        ray.init(num_cpus=max(workers, 1), include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": python_path, "TOKENIZERS_PARALLELISM": "false"}})
+        ray.init(
+            num_cpus=max(workers, 1),
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": python_path, "TOKENIZERS_PARALLELISM": "false"}},
+        )
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True
     context.enable_progress_bars = False
@@ -167,8 +171,9 @@ def run(
                 if error is not None:
                     summary.errors += 1
                     if len(summary.first_errors) < 5:
-                        summary.first_errors.append(f"row {skip + summary.rows - len(rows) + rows.index(row) + 1}: "
-                                                    f"{error}")
+                        summary.first_errors.append(
+                            f"row {skip + summary.rows - len(rows) + rows.index(row) + 1}: {error}"
+                        )
             if bar is not None:
                 bar.advance(len(rows))
             if on_batch is not None:

@@ -26,8 +26,9 @@ def file_kind(path: str | os.PathLike[str]) -> str:
     """``"jsonl"`` or ``"parquet"`` from the file name, else :class:`BatchInputError`."""
     suffix = Path(path).suffix.lower()
     if suffix not in _KINDS:
-        raise BatchInputError(f"{os.fspath(path)!r}: unknown file kind {suffix or '(no extension)'!r}; use "
-                              ".jsonl or .parquet")
+        raise BatchInputError(
+            f"{os.fspath(path)!r}: unknown file kind {suffix or '(no extension)'!r}; use .jsonl or .parquet"
+        )
     return _KINDS[suffix]
 
 
@@ -123,8 +124,9 @@ def complete_rows(path: str | os.PathLike[str]) -> int:
         try:
             return int(pq.ParquetFile(path).metadata.num_rows)
         except Exception as exc:  # noqa: BLE001
-            raise BatchInputError(f"cannot resume: the output {path!r} is not a complete parquet file ({exc}); "
-                                  "remove it to start over") from exc
+            raise BatchInputError(
+                f"cannot resume: the output {path!r} is not a complete parquet file ({exc}); remove it to start over"
+            ) from exc
     count = 0
     good = 0
     with open(path, "rb") as handle:
@@ -185,9 +187,9 @@ class Sink:
                 names: dict[str, None] = {}
                 for row in rows:
                     names.update(dict.fromkeys(row))
-                self._schema = pa.schema([
-                    pa.field(name, pa.list_(pa.int64()) if name in _TOKEN_COLUMNS else pa.string()) for name in names
-                ])
+                self._schema = pa.schema(
+                    [pa.field(name, pa.list_(pa.int64()) if name in _TOKEN_COLUMNS else pa.string()) for name in names]
+                )
                 self._writer = self._pq.ParquetWriter(self.path, self._schema)
         self._writer.write_table(pa.Table.from_pylist(rows, schema=self._schema))
 

@@ -61,11 +61,14 @@ def check_messages(value: Any, field: str = "messages") -> list[dict[str, Any]]:
             raise RowError(f"{where}.role", f"unknown role {role!r} (expected one of {', '.join(sorted(ROLES))})")
         content = message.get("content")
         if content is not None and not isinstance(content, str):
-            if not isinstance(content, Sequence) or isinstance(content, bytes) or not all(
-                isinstance(block, Mapping) for block in content
+            if (
+                not isinstance(content, Sequence)
+                or isinstance(content, bytes)
+                or not all(isinstance(block, Mapping) for block in content)
             ):
-                raise RowError(f"{where}.content",
-                               f"expected a string or a list of content blocks, got {_describe(content)}")
+                raise RowError(
+                    f"{where}.content", f"expected a string or a list of content blocks, got {_describe(content)}"
+                )
         messages.append(dict(message))
     return messages
 
@@ -84,12 +87,14 @@ def check_tools(value: Any, field: str = "tools") -> list[dict[str, Any]] | None
             raise RowError(where, f"expected a tool schema object, got {_describe(tool)}")
         function = tool.get("function", tool) if tool.get("type", "function") == "function" else tool
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-            raise RowError(f"{where}.function.name" if "function" in tool else f"{where}.name",
-                           "a tool schema needs a string name")
+            raise RowError(
+                f"{where}.function.name" if "function" in tool else f"{where}.name", "a tool schema needs a string name"
+            )
         parameters = function.get("parameters")
         if parameters is not None and not isinstance(parameters, Mapping):
-            raise RowError(f"{where}.function.parameters",
-                           f"expected a JSON schema object, got {_describe(parameters)}")
+            raise RowError(
+                f"{where}.function.parameters", f"expected a JSON schema object, got {_describe(parameters)}"
+            )
         tools.append(dict(tool))
     return tools
 
@@ -137,8 +142,9 @@ class Renderer:
         template_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         if (model is None) == (template is None):
-            raise TurnkitError("give exactly one of model= (a model folder) or template= (a template file or text)",
-                               code="batch_usage")
+            raise TurnkitError(
+                "give exactly one of model= (a model folder) or template= (a template file or text)", code="batch_usage"
+            )
         self.model = os.fspath(model) if model is not None else None
         self.template = os.fspath(template) if isinstance(template, os.PathLike) else template
         self.tokenizer = os.fspath(tokenizer) if tokenizer is not None else None
@@ -175,15 +181,19 @@ class Renderer:
                         with open(source, encoding="utf-8") as handle:
                             source = handle.read()
                     except OSError as exc:
-                        raise TemplateNotFoundError(f"cannot read the chat template file {source!r}: "
-                                                    f"{exc.strerror or exc}") from exc
+                        raise TemplateNotFoundError(
+                            f"cannot read the chat template file {source!r}: {exc.strerror or exc}"
+                        ) from exc
                 chat = ChatTemplate(source, special_tokens=self.template_kwargs, tokenizer=self.tokenizer)
             if self.tokenize and self.tokenizer is not None and self.model is not None:
-                chat = ChatTemplate(chat.source, special_tokens=chat.special_tokens, limits=chat.limits,
-                                    tokenizer=self.tokenizer)
+                chat = ChatTemplate(
+                    chat.source, special_tokens=chat.special_tokens, limits=chat.limits, tokenizer=self.tokenizer
+                )
             if self.tokenize and chat.tokenizer is None:
-                raise TurnkitError("tokenizing needs a tokenizer.json: use a model folder that has one, or pass "
-                                   "a tokenizer", code="batch_usage")
+                raise TurnkitError(
+                    "tokenizing needs a tokenizer.json: use a model folder that has one, or pass a tokenizer",
+                    code="batch_usage",
+                )
             self._chat = chat
         return self._chat
 
@@ -226,16 +236,24 @@ class Renderer:
                     raise RowError("row", str(row["_invalid"]))
                 messages = check_messages(row.get(self.messages_column), self.messages_column)
                 tools = check_tools(row.get(self.tools_column), self.tools_column) if self.tools_column else None
-                documents = (check_documents(row.get(self.documents_column), self.documents_column)
-                             if self.documents_column else None)
+                documents = (
+                    check_documents(row.get(self.documents_column), self.documents_column)
+                    if self.documents_column
+                    else None
+                )
                 generation = self.add_generation_prompt
                 if generation == "auto":
                     generation = messages[-1].get("role") != "assistant"
 
-                def render(messages: Any = messages, tools: Any = tools, documents: Any = documents,
-                           generation: bool = bool(generation)) -> str:
-                    text: str = chat.render(messages, tools=tools, documents=documents,
-                                            add_generation_prompt=generation)
+                def render(
+                    messages: Any = messages,
+                    tools: Any = tools,
+                    documents: Any = documents,
+                    generation: bool = bool(generation),
+                ) -> str:
+                    text: str = chat.render(
+                        messages, tools=tools, documents=documents, add_generation_prompt=generation
+                    )
                     return text
 
                 if self.masks:

@@ -24,5 +24,6 @@ def read_json(path: str, *, what: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         name = "standard input" if path == "-" else path
-        raise CliError(f"{what} file {name} is not valid JSON: {exc.msg} at line {exc.lineno} "
-                       f"column {exc.colno}") from None
+        raise CliError(
+            f"{what} file {name} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None

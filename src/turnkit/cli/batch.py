@@ -34,9 +34,12 @@ def register(subparsers: Any) -> None:
     render.add_argument("--messages-column", default="messages", metavar="NAME", help="column of messages")
     render.add_argument("--tools-column", default="tools", metavar="NAME", help="column of per-row tool schemas")
     render.add_argument("--documents-column", default="documents", metavar="NAME", help="column of documents")
-    render.add_argument("--generation-prompt", choices=["yes", "no", "auto"], default="no",
-                        help="add the assistant generation prompt (auto: when the last message is not the "
-                        "assistant's)")
+    render.add_argument(
+        "--generation-prompt",
+        choices=["yes", "no", "auto"],
+        default="no",
+        help="add the assistant generation prompt (auto: when the last message is not the assistant's)",
+    )
     _common(render)
     render.set_defaults(handler=run_render)
 
@@ -78,15 +81,41 @@ def _report(summary: batch.Summary) -> int:
 def run_render(args: argparse.Namespace) -> int:
     generation: bool | Literal["auto"] = "auto" if args.generation_prompt == "auto" else args.generation_prompt == "yes"
     worker = batch.Renderer(
-        model=args.model, template=args.template, tokenizer=args.tokenizer, tokenize=args.tokenize,
-        masks=args.masks, messages_column=args.messages_column, tools_column=args.tools_column or None,
-        documents_column=args.documents_column or None, add_generation_prompt=generation,
+        model=args.model,
+        template=args.template,
+        tokenizer=args.tokenizer,
+        tokenize=args.tokenize,
+        masks=args.masks,
+        messages_column=args.messages_column,
+        tools_column=args.tools_column or None,
+        documents_column=args.documents_column or None,
+        add_generation_prompt=generation,
     )
-    return _report(batch.run(worker, args.input, args.output, workers=args.workers, engine=args.engine,
-                             batch_size=args.batch_size, resume=args.resume, progress=not args.no_progress))
+    return _report(
+        batch.run(
+            worker,
+            args.input,
+            args.output,
+            workers=args.workers,
+            engine=args.engine,
+            batch_size=args.batch_size,
+            resume=args.resume,
+            progress=not args.no_progress,
+        )
+    )
 
 
 def run_parse(args: argparse.Namespace) -> int:
     worker = batch.Parser(args.format, text_column=args.text_column)
-    return _report(batch.run(worker, args.input, args.output, workers=args.workers, engine=args.engine,
-                             batch_size=args.batch_size, resume=args.resume, progress=not args.no_progress))
+    return _report(
+        batch.run(
+            worker,
+            args.input,
+            args.output,
+            workers=args.workers,
+            engine=args.engine,
+            batch_size=args.batch_size,
+            resume=args.resume,
+            progress=not args.no_progress,
+        )
+    )

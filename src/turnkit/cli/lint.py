@@ -24,10 +24,15 @@ def register(subparsers: Any) -> None:
         "minijinja and @huggingface/jinja and report every difference from transformers. Exit status: 1 when "
         "an error-severity finding is reported, 0 otherwise, 2 on bad usage or unreadable input.",
     )
-    parser.add_argument("targets", nargs="+", metavar="TEMPLATE|FOLDER",
-                        help="a template file, a model folder, or - for standard input")
-    parser.add_argument("--engines", metavar="LIST", default="",
-                        help=f"comma-separated engines to cross-render with: {', '.join(ENGINES)}")
+    parser.add_argument(
+        "targets", nargs="+", metavar="TEMPLATE|FOLDER", help="a template file, a model folder, or - for standard input"
+    )
+    parser.add_argument(
+        "--engines",
+        metavar="LIST",
+        default="",
+        help=f"comma-separated engines to cross-render with: {', '.join(ENGINES)}",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     parser.set_defaults(handler=run)
 

@@ -23,8 +23,11 @@ def register(subparsers: Any) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--format", metavar="NAME", help="a built-in output format (e.g. hermes, qwen3_coder_xml)")
     source.add_argument("--schema", metavar="FILE", help="an x-regex response schema (JSON file)")
-    parser.add_argument("--prefix", metavar="FILE", help="the rendered prompt the output continues (decides "
-                        "whether it starts inside reasoning)")
+    parser.add_argument(
+        "--prefix",
+        metavar="FILE",
+        help="the rendered prompt the output continues (decides whether it starts inside reasoning)",
+    )
     parser.add_argument("--tools", metavar="FILE", help="JSON list of tool definitions (types XML/pythonic arguments)")
     parser.add_argument("--stream", action="store_true", help="print one delta per line as input arrives")
     parser.add_argument("input", metavar="FILE", help="the model output, or - for standard input")

@@ -24,31 +24,62 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 = any free port)")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--model", metavar="FOLDER", help="a local Hugging Face model folder: its chat template "
-                        "and special tokens")
+    source.add_argument(
+        "--model", metavar="FOLDER", help="a local Hugging Face model folder: its chat template and special tokens"
+    )
     source.add_argument("--template", metavar="FILE", help="a Jinja chat template file")
-    parser.add_argument("--format", metavar="NAME", help="the output format (turnkit parse --list-formats); "
-                        "default: guessed from the template's markers")
-    parser.add_argument("--backend", metavar="URL|replay:FILE", help="an OpenAI-compatible /v1/completions server "
-                        "(vLLM, SGLang, llama.cpp, TGI) or replay:FILE (JSONL recorded outputs); default: the "
-                        "embedded replay recordings")
-    parser.add_argument("--replay-delay", type=float, default=0.0, metavar="SECONDS",
-                        help="with a replay backend: pause between chunks, to imitate a model's pace (default: 0)")
-    parser.add_argument("--backend-model", metavar="NAME", help="model name sent to the backend (default: the "
-                        "first one its /v1/models lists)")
+    parser.add_argument(
+        "--format",
+        metavar="NAME",
+        help="the output format (turnkit parse --list-formats); default: guessed from the template's markers",
+    )
+    parser.add_argument(
+        "--backend",
+        metavar="URL|replay:FILE",
+        help="an OpenAI-compatible /v1/completions server "
+        "(vLLM, SGLang, llama.cpp, TGI) or replay:FILE (JSONL recorded outputs); default: the "
+        "embedded replay recordings",
+    )
+    parser.add_argument(
+        "--replay-delay",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with a replay backend: pause between chunks, to imitate a model's pace (default: 0)",
+    )
+    parser.add_argument(
+        "--backend-model",
+        metavar="NAME",
+        help="model name sent to the backend (default: the first one its /v1/models lists)",
+    )
     parser.add_argument("--served-model-name", metavar="NAME", help="the model id /v1/models reports")
-    parser.add_argument("--api-key", metavar="KEY", help="require Authorization: Bearer KEY (default: the "
-                        "TURNKIT_API_KEY environment variable; none = open)")
-    parser.add_argument("--reasoning-field", choices=REASONING_FIELDS, default="both",
-                        help="where reasoning goes in OpenAI responses (default: both reasoning_content and "
-                        "reasoning)")
-    parser.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
-                        help="uvicorn's log level (default: warning)")
-    parser.add_argument("--tools", metavar="MODULE:ATTR", help="Python functions the server calls itself in "
-                        "POST /agui and POST /api/chat (a list or dict of functions, e.g. myapp.tools:TOOLS); "
-                        "OpenAI chat completions never runs them")
-    parser.add_argument("--max-steps", type=int, default=8, help="model calls per request in the tool loop "
-                        "(default: 8)")
+    parser.add_argument(
+        "--api-key",
+        metavar="KEY",
+        help="require Authorization: Bearer KEY (default: the TURNKIT_API_KEY environment variable; none = open)",
+    )
+    parser.add_argument(
+        "--reasoning-field",
+        choices=REASONING_FIELDS,
+        default="both",
+        help="where reasoning goes in OpenAI responses (default: both reasoning_content and reasoning)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        choices=("critical", "error", "warning", "info", "debug"),
+        help="uvicorn's log level (default: warning)",
+    )
+    parser.add_argument(
+        "--tools",
+        metavar="MODULE:ATTR",
+        help="Python functions the server calls itself in "
+        "POST /agui and POST /api/chat (a list or dict of functions, e.g. myapp.tools:TOOLS); "
+        "OpenAI chat completions never runs them",
+    )
+    parser.add_argument(
+        "--max-steps", type=int, default=8, help="model calls per request in the tool loop (default: 8)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -102,8 +133,10 @@ def build_gateway(args: argparse.Namespace) -> Any:
         else:
             fmt = guess_format("\n".join(texts))
             if fmt is None:
-                raise CliError("cannot tell the output format from the chat template's markers; pass --format NAME "
-                               "(list them with: turnkit parse --list-formats)")
+                raise CliError(
+                    "cannot tell the output format from the chat template's markers; pass --format NAME "
+                    "(list them with: turnkit parse --list-formats)"
+                )
     if args.backend:
         try:
             backend = backend_from_spec(args.backend)
@@ -120,8 +153,15 @@ def build_gateway(args: argparse.Namespace) -> Any:
     if not isinstance(template, ChatTemplate):
         template = ChatTemplate(template, special_tokens=kwargs)
     tools = load_tools(args.tools) if getattr(args, "tools", None) else None
-    return Gateway(template, fmt, backend, served_model_name=name, reasoning_field=args.reasoning_field,
-                   tool_functions=tools, max_steps=getattr(args, "max_steps", 8))
+    return Gateway(
+        template,
+        fmt,
+        backend,
+        served_model_name=name,
+        reasoning_field=args.reasoning_field,
+        tool_functions=tools,
+        max_steps=getattr(args, "max_steps", 8),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,8 +172,9 @@ def run(args: argparse.Namespace) -> int:
     gateway = build_gateway(args)
     api_key = args.api_key or os.environ.get("TURNKIT_API_KEY") or None
     app = create_app(gateway, api_key=api_key)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on",
-                            timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on", timeout_graceful_shutdown=5
+    )
     server = _server(config, gateway, args.host)
     server.run()
     return 0
@@ -158,8 +199,11 @@ def _server(config: Any, gateway: Any, host: str) -> Any:
             if self.started and self.servers:
                 port = self.servers[0].sockets[0].getsockname()[1]
                 shown = f"[{host}]" if ":" in host else host
-                print(f"turnkit serve: listening on http://{shown}:{port}/v1 (model {gateway.served_model_name}, "
-                      f"format {gateway.format.name})", flush=True)
+                print(
+                    f"turnkit serve: listening on http://{shown}:{port}/v1 (model {gateway.served_model_name}, "
+                    f"format {gateway.format.name})",
+                    flush=True,
+                )
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             if self.loop is not None:

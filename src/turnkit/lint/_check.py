@@ -20,10 +20,20 @@ _N = TypeVar("_N", bound=nodes.Node)
 
 # Python methods both engines run (minijinja through pycompat), with the filter to use instead.
 PORTABLE_METHODS: dict[str, str] = {
-    "strip": "|trim", "lstrip": "|trim (both sides)", "rstrip": "|trim (both sides)", "upper": "|upper",
-    "lower": "|lower", "title": "|title", "capitalize": "|capitalize", "replace": "|replace(a, b)",
-    "split": "nothing portable (keep it, or pass the pieces in as data)", "startswith": "x[:n] == 'prefix'",
-    "endswith": "x[-n:] == 'suffix'", "items": "|items", "keys": "|list", "values": "|map(attribute=...)",
+    "strip": "|trim",
+    "lstrip": "|trim (both sides)",
+    "rstrip": "|trim (both sides)",
+    "upper": "|upper",
+    "lower": "|lower",
+    "title": "|title",
+    "capitalize": "|capitalize",
+    "replace": "|replace(a, b)",
+    "split": "nothing portable (keep it, or pass the pieces in as data)",
+    "startswith": "x[:n] == 'prefix'",
+    "endswith": "x[-n:] == 'suffix'",
+    "items": "|items",
+    "keys": "|list",
+    "values": "|map(attribute=...)",
     "get": "x['key'] if 'key' in x else default",
 }
 # Python methods at least one engine lacks: name -> (engines lacking it, what to use).
@@ -31,7 +41,8 @@ UNPORTABLE_METHODS: dict[str, tuple[str, str]] = {
     "join": ("@huggingface/jinja", "|join(sep)"),
     "format": ("@huggingface/jinja", "~ concatenation"),
     "count": ("@huggingface/jinja", "|length, or a loop with a namespace counter"),
-    "find": ("@huggingface/jinja", "the 'in' operator"), "rfind": ("@huggingface/jinja", "the 'in' operator"),
+    "find": ("@huggingface/jinja", "the 'in' operator"),
+    "rfind": ("@huggingface/jinja", "the 'in' operator"),
     "index": ("minijinja and @huggingface/jinja", "the 'in' operator, or a loop"),
     "rindex": ("minijinja and @huggingface/jinja", "the 'in' operator, or a loop"),
     "splitlines": ("@huggingface/jinja", ".split('\\n')"),
@@ -41,9 +52,12 @@ UNPORTABLE_METHODS: dict[str, tuple[str, str]] = {
     "removeprefix": ("minijinja and @huggingface/jinja", "slicing: x[n:]"),
     "removesuffix": ("minijinja and @huggingface/jinja", "slicing: x[:-n]"),
     "isdigit": ("@huggingface/jinja", "is number (on data that is a number)"),
-    "isnumeric": ("@huggingface/jinja", "is number"), "isalpha": ("@huggingface/jinja", "no portable test"),
-    "isalnum": ("@huggingface/jinja", "no portable test"), "isspace": ("@huggingface/jinja", "x|trim == ''"),
-    "islower": ("@huggingface/jinja", "x == x|lower"), "isupper": ("@huggingface/jinja", "x == x|upper"),
+    "isnumeric": ("@huggingface/jinja", "is number"),
+    "isalpha": ("@huggingface/jinja", "no portable test"),
+    "isalnum": ("@huggingface/jinja", "no portable test"),
+    "isspace": ("@huggingface/jinja", "x|trim == ''"),
+    "islower": ("@huggingface/jinja", "x == x|lower"),
+    "isupper": ("@huggingface/jinja", "x == x|upper"),
     "isascii": ("@huggingface/jinja", "no portable test"),
     "isdecimal": ("minijinja and @huggingface/jinja", "is number"),
     "isidentifier": ("minijinja and @huggingface/jinja", "no portable test"),
@@ -66,33 +80,136 @@ UNPORTABLE_METHODS: dict[str, tuple[str, str]] = {
 }
 # jinja2 filters at least one engine lacks: name -> engines lacking it.
 UNPORTABLE_FILTERS: dict[str, str] = {
-    **dict.fromkeys(("center", "forceescape", "random", "truncate", "urlize", "wordcount", "wordwrap", "xmlattr"),
-                    "minijinja and @huggingface/jinja"),
-    **dict.fromkeys(("count", "d", "escape", "e", "filesizeformat", "format", "groupby", "max", "min", "pprint",
-                     "round", "striptags", "sum", "urlencode", "batch", "slice", "select", "reject"),
-                    "@huggingface/jinja"),
+    **dict.fromkeys(
+        ("center", "forceescape", "random", "truncate", "urlize", "wordcount", "wordwrap", "xmlattr"),
+        "minijinja and @huggingface/jinja",
+    ),
+    **dict.fromkeys(
+        (
+            "count",
+            "d",
+            "escape",
+            "e",
+            "filesizeformat",
+            "format",
+            "groupby",
+            "max",
+            "min",
+            "pprint",
+            "round",
+            "striptags",
+            "sum",
+            "urlencode",
+            "batch",
+            "slice",
+            "select",
+            "reject",
+        ),
+        "@huggingface/jinja",
+    ),
     "attr": "minijinja (returns the key, not the attribute) and @huggingface/jinja",
 }
 UNPORTABLE_TESTS: dict[str, str] = {
-    **dict.fromkeys(("divisibleby", "eq", "equalto", "ne", "gt", "ge", "lt", "le", "greaterthan", "lessthan",
-                     "escaped", "filter", "float", "in", "sameas", "test"), "@huggingface/jinja"),
+    **dict.fromkeys(
+        (
+            "divisibleby",
+            "eq",
+            "equalto",
+            "ne",
+            "gt",
+            "ge",
+            "lt",
+            "le",
+            "greaterthan",
+            "lessthan",
+            "escaped",
+            "filter",
+            "float",
+            "in",
+            "sameas",
+            "test",
+        ),
+        "@huggingface/jinja",
+    ),
     "callable": "minijinja",
 }
 UNPORTABLE_GLOBALS: dict[str, str] = {
-    "dict": "@huggingface/jinja", "joiner": "@huggingface/jinja",
-    "lipsum": "minijinja and @huggingface/jinja", "cycler": "minijinja and @huggingface/jinja",
+    "dict": "@huggingface/jinja",
+    "joiner": "@huggingface/jinja",
+    "lipsum": "minijinja and @huggingface/jinja",
+    "cycler": "minijinja and @huggingface/jinja",
 }
-KNOWN_GLOBALS = frozenset({"raise_exception", "strftime_now", "range", "namespace", "dict", "lipsum", "cycler",
-                           "joiner", "caller", "loop", "super", "self", "varargs", "kwargs"})
+KNOWN_GLOBALS = frozenset(
+    {
+        "raise_exception",
+        "strftime_now",
+        "range",
+        "namespace",
+        "dict",
+        "lipsum",
+        "cycler",
+        "joiner",
+        "caller",
+        "loop",
+        "super",
+        "self",
+        "varargs",
+        "kwargs",
+    }
+)
 # Filters whose result is a list (printing it prints a Python repr in transformers, JSON in @huggingface/jinja).
-_LIST_FILTERS = frozenset({"list", "dictsort", "items", "map", "select", "reject", "selectattr", "rejectattr",
-                           "unique", "sort", "batch", "slice", "groupby"})
+_LIST_FILTERS = frozenset(
+    {
+        "list",
+        "dictsort",
+        "items",
+        "map",
+        "select",
+        "reject",
+        "selectattr",
+        "rejectattr",
+        "unique",
+        "sort",
+        "batch",
+        "slice",
+        "groupby",
+    }
+)
 # Names that hold dicts or lists in chat-template inputs.
-_STRUCTURED_NAMES = frozenset({"messages", "message", "tools", "tool", "documents", "tool_calls", "tool_call",
-                               "parameters", "properties", "arguments", "function", "ns"})
+_STRUCTURED_NAMES = frozenset(
+    {
+        "messages",
+        "message",
+        "tools",
+        "tool",
+        "documents",
+        "tool_calls",
+        "tool_call",
+        "parameters",
+        "properties",
+        "arguments",
+        "function",
+        "ns",
+    }
+)
 # Filters that iterate their input; @huggingface/jinja has none of them for strings.
-_ITERATING_FILTERS = frozenset({"selectattr", "rejectattr", "map", "list", "first", "last", "select", "reject",
-                                "sort", "unique", "batch", "slice", "groupby"})
+_ITERATING_FILTERS = frozenset(
+    {
+        "selectattr",
+        "rejectattr",
+        "map",
+        "list",
+        "first",
+        "last",
+        "select",
+        "reject",
+        "sort",
+        "unique",
+        "batch",
+        "slice",
+        "groupby",
+    }
+)
 _TOJSON_KWARGS_MINIJINJA_LACKS = frozenset({"sort_keys", "ensure_ascii", "separators"})
 
 
@@ -177,8 +294,12 @@ class _Checker:
         self.visit(tree, frozenset())
         self.check_tokens()
         if "add_generation_prompt" not in self.names_read:
-            self.report("TK501", 1, None, "the template never reads add_generation_prompt: a caller asking for a "
-                        "generation prompt gets none")
+            self.report(
+                "TK501",
+                1,
+                None,
+                "the template never reads add_generation_prompt: a caller asking for a generation prompt gets none",
+            )
         if "tools" not in self.names_read:
             self.report("TK502", 1, None, "the template never reads 'tools': tool schemas passed in are dropped")
 
@@ -240,13 +361,26 @@ class _Checker:
 
     def visit_For(self, node: nodes.For, strings: frozenset[str]) -> bool:
         target = node.iter
-        if isinstance(target, nodes.Name) and target.name in ("tools", "documents") and \
-                f"name:{target.name}" not in strings and target.name not in self.assigned:
-            self.report("TK112", node.lineno, target.name, f"loops over '{target.name}', which is none when the "
-                        "caller gives none: transformers fails there, minijinja renders nothing")
+        if (
+            isinstance(target, nodes.Name)
+            and target.name in ("tools", "documents")
+            and f"name:{target.name}" not in strings
+            and target.name not in self.assigned
+        ):
+            self.report(
+                "TK112",
+                node.lineno,
+                target.name,
+                f"loops over '{target.name}', which is none when the "
+                "caller gives none: transformers fails there, minijinja renders nothing",
+            )
         if _last_name(target) == "content" and f"checked:{repr(target)}" not in strings:
-            self.report("TK111", node.lineno, "content", "loops over message content, which is usually a string: "
-                        "@huggingface/jinja cannot loop over a string")
+            self.report(
+                "TK111",
+                node.lineno,
+                "content",
+                "loops over message content, which is usually a string: @huggingface/jinja cannot loop over a string",
+            )
         if node.test is not None:
             checked = _checked(node.test)
             self.visit(node.iter, strings)
@@ -269,8 +403,12 @@ class _Checker:
     def visit_Add(self, node: nodes.Add, strings: frozenset[str]) -> bool:
         for operand in (node.left, node.right):
             if _printed_kind(operand, strings) == "structure":
-                self.report("TK202", operand.lineno, _needle(operand), "adds a dict or list to text with '+': "
-                            "transformers fails, @huggingface/jinja writes JSON")
+                self.report(
+                    "TK202",
+                    operand.lineno,
+                    _needle(operand),
+                    "adds a dict or list to text with '+': transformers fails, @huggingface/jinja writes JSON",
+                )
         return False
 
     def visit_Name(self, node: nodes.Name, strings: frozenset[str]) -> bool:
@@ -284,14 +422,16 @@ class _Checker:
         elif isinstance(callee, nodes.Name):
             name = callee.name
             if name in UNPORTABLE_GLOBALS:
-                self.report("TK108", node.lineno, name,
-                            f"{name}() is not defined in {UNPORTABLE_GLOBALS[name]}")
+                self.report("TK108", node.lineno, name, f"{name}() is not defined in {UNPORTABLE_GLOBALS[name]}")
             elif name == "strftime_now":
                 self.report("TK602", node.lineno, name, "strftime_now() puts today's date into the prompt")
             elif name not in KNOWN_GLOBALS and name not in self.defined:
-                self.report("TK601", node.lineno, name,
-                            f"{name}() is not defined: the render fails with an 'undefined' error instead of a "
-                            "message")
+                self.report(
+                    "TK601",
+                    node.lineno,
+                    name,
+                    f"{name}() is not defined: the render fails with an 'undefined' error instead of a message",
+                )
         return False
 
     def visit_Filter(self, node: nodes.Filter, strings: frozenset[str]) -> bool:
@@ -312,8 +452,13 @@ class _Checker:
         if name in UNPORTABLE_TESTS:
             self.report("TK107", node.lineno, name, f"the test '{name}' is not available in {UNPORTABLE_TESTS[name]}")
         elif name not in self.environment.tests:
-            self.report("TK107", node.lineno, name, f"'{name}' is not a Jinja test: the template fails everywhere",
-                        "use a built-in test (defined, none, string, number, mapping, sequence...)")
+            self.report(
+                "TK107",
+                node.lineno,
+                name,
+                f"'{name}' is not a Jinja test: the template fails everywhere",
+                "use a built-in test (defined, none, string, number, mapping, sequence...)",
+            )
         return False
 
     def visit_Mod(self, node: nodes.Mod, strings: frozenset[str]) -> bool:
@@ -328,28 +473,42 @@ class _Checker:
 
     def visit_Compare(self, node: nodes.Compare, strings: frozenset[str]) -> bool:
         if len(node.ops) > 1:
-            self.report("TK109", node.lineno, None, "a chained comparison (a < b < c) fails in @huggingface/jinja",
-                        "split it: a < b and b < c")
+            self.report(
+                "TK109",
+                node.lineno,
+                None,
+                "a chained comparison (a < b < c) fails in @huggingface/jinja",
+                "split it: a < b and b < c",
+            )
         operands = [node.expr, *(op.expr for op in node.ops)]
         if any(op.op in ("eq", "ne") for op in node.ops) and any(
             isinstance(o, nodes.List | nodes.Tuple | nodes.Dict) for o in operands
         ):
-            self.report("TK110", node.lineno, "==" if any(op.op == "eq" for op in node.ops) else "!=",
-                        "== on a list or dict literal is always false in @huggingface/jinja (identity, not value)")
+            self.report(
+                "TK110",
+                node.lineno,
+                "==" if any(op.op == "eq" for op in node.ops) else "!=",
+                "== on a list or dict literal is always false in @huggingface/jinja (identity, not value)",
+            )
         return False
 
     def visit_With(self, node: nodes.With, strings: frozenset[str]) -> bool:
-        self.report("TK109", node.lineno, "with", "{% with %} fails to parse in @huggingface/jinja",
-                    "use {% set %} instead")
+        self.report(
+            "TK109", node.lineno, "with", "{% with %} fails to parse in @huggingface/jinja", "use {% set %} instead"
+        )
         return False
 
     def visit_CallBlock(self, node: nodes.CallBlock, strings: frozenset[str]) -> bool:
         call = node.call
         if isinstance(call, nodes.Call) and isinstance(call.node, nodes.ExtensionAttribute):
             if call.node.name == "_generation_support":
-                self.report("TK109", node.lineno, "generation",
-                            "{% generation %} (transformers' assistant-mask tag) fails to parse in minijinja",
-                            "keep a copy without {% generation %} for servers, or accept that minijinja refuses it")
+                self.report(
+                    "TK109",
+                    node.lineno,
+                    "generation",
+                    "{% generation %} (transformers' assistant-mask tag) fails to parse in minijinja",
+                    "keep a copy without {% generation %} for servers, or accept that minijinja refuses it",
+                )
                 for child in node.body:
                     self.visit(child, strings)
                 return True
@@ -360,53 +519,93 @@ class _Checker:
     def _check_method(self, call: nodes.Call, callee: nodes.Getattr) -> None:
         name = callee.attr
         if name in ("strip", "lstrip", "rstrip") and call.args:
-            self.report("TK103", call.lineno, name,
-                        f".{name}(chars) strips the given characters in Python and minijinja, but all whitespace "
-                        "in @huggingface/jinja")
+            self.report(
+                "TK103",
+                call.lineno,
+                name,
+                f".{name}(chars) strips the given characters in Python and minijinja, but all whitespace "
+                "in @huggingface/jinja",
+            )
         elif name in PORTABLE_METHODS:
-            self.report("TK102", call.lineno, name,
-                        f".{name}() is a Python method; portable spelling: {PORTABLE_METHODS[name]}")
+            self.report(
+                "TK102", call.lineno, name, f".{name}() is a Python method; portable spelling: {PORTABLE_METHODS[name]}"
+            )
         elif name in UNPORTABLE_METHODS:
             engines, instead = UNPORTABLE_METHODS[name]
-            self.report("TK101", call.lineno, name, f".{name}() is not available in {engines}",
-                        f"use {instead}")
+            self.report("TK101", call.lineno, name, f".{name}() is not available in {engines}", f"use {instead}")
         elif isinstance(callee.node, nodes.Name) and callee.node.name in self.defined | KNOWN_GLOBALS:
             return  # a macro or a namespace's callable: not a Python method
         else:
-            self.report("TK101", call.lineno, name,
-                        f".{name}() is a Python method that minijinja and @huggingface/jinja lack",
-                        "use a filter, or pass the computed value in as data")
+            self.report(
+                "TK101",
+                call.lineno,
+                name,
+                f".{name}() is a Python method that minijinja and @huggingface/jinja lack",
+                "use a filter, or pass the computed value in as data",
+            )
 
     def _check_filter(self, name: str, node: nodes.Filter, strings: frozenset[str] = frozenset()) -> None:
-        if name in _ITERATING_FILTERS and node.node is not None and _last_name(node.node) == "content" and \
-                f"checked:{repr(node.node)}" not in strings:
-            self.report("TK111", node.lineno, name, f"|{name} on message content, which is usually a string: "
-                        f"@huggingface/jinja has no {name} for strings")
+        if (
+            name in _ITERATING_FILTERS
+            and node.node is not None
+            and _last_name(node.node) == "content"
+            and f"checked:{repr(node.node)}" not in strings
+        ):
+            self.report(
+                "TK111",
+                node.lineno,
+                name,
+                f"|{name} on message content, which is usually a string: @huggingface/jinja has no {name} for strings",
+            )
         if name in UNPORTABLE_FILTERS:
-            self.report("TK106", node.lineno, name, f"the filter '{name}' is not available in "
-                        f"{UNPORTABLE_FILTERS[name]}")
+            self.report(
+                "TK106", node.lineno, name, f"the filter '{name}' is not available in {UNPORTABLE_FILTERS[name]}"
+            )
         elif name == "map" and node.args and not any(kw.key == "attribute" for kw in node.kwargs):
-            self.report("TK106", node.lineno, name, "map('filter') fails in @huggingface/jinja (only "
-                        "map(attribute='x') works)", "loop over the items, or map(attribute=...)")
+            self.report(
+                "TK106",
+                node.lineno,
+                name,
+                "map('filter') fails in @huggingface/jinja (only map(attribute='x') works)",
+                "loop over the items, or map(attribute=...)",
+            )
         elif name == "tojson":
             bad = sorted(str(kw.key) for kw in node.kwargs if kw.key in _TOJSON_KWARGS_MINIJINJA_LACKS)
             if bad:
                 self.report("TK302", node.lineno, name, f"tojson({', '.join(bad)}=...) fails in minijinja")
             else:
-                self.report("TK301", node.lineno, name, "|tojson: minijinja escapes < > & ' in strings and "
-                            "@huggingface/jinja prints 1.0 as 1, so JSON with those differs from transformers")
+                self.report(
+                    "TK301",
+                    node.lineno,
+                    name,
+                    "|tojson: minijinja escapes < > & ' in strings and "
+                    "@huggingface/jinja prints 1.0 as 1, so JSON with those differs from transformers",
+                )
         elif name not in self.environment.filters:
-            self.report("TK106", node.lineno, name, f"'{name}' is not a Jinja filter: the template fails everywhere",
-                        "use a built-in filter")
+            self.report(
+                "TK106",
+                node.lineno,
+                name,
+                f"'{name}' is not a Jinja filter: the template fails everywhere",
+                "use a built-in filter",
+            )
 
     def _check_printed(self, expr: nodes.Expr, strings: frozenset[str]) -> None:
         kind = _printed_kind(expr, strings)
         if kind == "bool":
-            self.report("TK201", expr.lineno, _needle(expr), "prints a boolean or none: True/False/None in Python, "
-                        "true/false/'' in @huggingface/jinja")
+            self.report(
+                "TK201",
+                expr.lineno,
+                _needle(expr),
+                "prints a boolean or none: True/False/None in Python, true/false/'' in @huggingface/jinja",
+            )
         elif kind == "structure":
-            self.report("TK202", expr.lineno, _needle(expr), "prints a dict or list: Python repr in transformers and "
-                        "minijinja, JSON in @huggingface/jinja")
+            self.report(
+                "TK202",
+                expr.lineno,
+                _needle(expr),
+                "prints a dict or list: Python repr in transformers and minijinja, JSON in @huggingface/jinja",
+            )
 
     def _check_whitespace(self, data: nodes.TemplateData) -> None:
         text = data.data
@@ -417,24 +616,38 @@ class _Checker:
             leak = True  # a newline followed by indentation
         elif "\n" not in text and 0 < data.lineno <= len(self.lines):
             line = self.lines[data.lineno - 1]
-            leak = line.startswith(text) and line[len(text):].startswith("{{")
+            leak = line.startswith(text) and line[len(text) :].startswith("{{")
         if leak:
             self.report("TK401", data.lineno, None, f"{text!r} (layout indentation) is printed into the prompt")
 
     def check_tokens(self) -> None:
         for line, column, kind, value in self.locator.tokens:
             if kind == "name" and value in ("True", "False", "None"):
-                self._token_finding("TK203", line, column, f"'{value}' is Python's spelling: write "
-                                    f"{value.lower()}")
+                self._token_finding("TK203", line, column, f"'{value}' is Python's spelling: write {value.lower()}")
             elif kind == "raw_begin":
-                self._token_finding("TK109", line, column, "{% raw %} fails to parse in @huggingface/jinja",
-                                    "write the braces as strings: {{ '{{' }}")
+                self._token_finding(
+                    "TK109",
+                    line,
+                    column,
+                    "{% raw %} fails to parse in @huggingface/jinja",
+                    "write the braces as strings: {{ '{{' }}",
+                )
             elif kind in ("block_begin", "variable_begin") and value.endswith("+"):
-                self._token_finding("TK109", line, column, f"'{value}' (keep-whitespace marker) fails to parse in "
-                                    "@huggingface/jinja", "remove the '+'")
+                self._token_finding(
+                    "TK109",
+                    line,
+                    column,
+                    f"'{value}' (keep-whitespace marker) fails to parse in @huggingface/jinja",
+                    "remove the '+'",
+                )
             elif kind == "float" and ("e" in value or "E" in value):
-                self._token_finding("TK109", line, column, f"the number {value} fails to parse in "
-                                    "@huggingface/jinja", "write it out in full")
+                self._token_finding(
+                    "TK109",
+                    line,
+                    column,
+                    f"the number {value} fails to parse in @huggingface/jinja",
+                    "write it out in full",
+                )
 
     def _token_finding(self, code: str, line: int, column: int, message: str, hint: str | None = None) -> None:
         rule = RULES[code]
@@ -523,7 +736,8 @@ def _printed_kind(expr: nodes.Expr, strings: frozenset[str]) -> str | None:
     if isinstance(expr, nodes.CondExpr):
         positive, negative = _string_guards(expr.test)
         return _printed_kind(expr.expr1, strings | positive) or (
-            _printed_kind(expr.expr2, strings | negative) if expr.expr2 is not None else None)
+            _printed_kind(expr.expr2, strings | negative) if expr.expr2 is not None else None
+        )
     if isinstance(expr, nodes.Call) and isinstance(expr.node, nodes.Getattr):
         return "structure" if expr.node.attr in ("items", "keys", "values", "split") else None
     if isinstance(expr, nodes.Filter):

@@ -39,21 +39,23 @@ _SNIPPET_AFTER = 40
 _NODE_TIMEOUT = 120.0
 
 SPECIAL_TOKENS: dict[str, str] = {"bos_token": "<s>", "eos_token": "</s>"}
-_TOOLS: list[dict[str, Any]] = [{
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the current weather in a city",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "city": {"type": "string", "description": "The city's name, e.g. Paris"},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+_TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Get the current weather in a city",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "The city's name, e.g. Paris"},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                },
+                "required": ["city"],
             },
-            "required": ["city"],
         },
-    },
-}]
+    }
+]
 _CALL = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
 
 
@@ -71,21 +73,40 @@ class Case:
 
 MATRIX: tuple[Case, ...] = (
     Case("plain", [{"role": "user", "content": "Hello!"}]),
-    Case("system", [{"role": "system", "content": "You are a helpful assistant."},
-                    {"role": "user", "content": "Hi there"}]),
-    Case("multi-turn", [{"role": "user", "content": "What is 2+2?"},
-                        {"role": "assistant", "content": "2+2 is 4."},
-                        {"role": "user", "content": "And 3+3?"}]),
-    Case("tools", [{"role": "user", "content": "What's the weather in Paris?"}], tools=_TOOLS,
-         add_generation_prompt=True),
-    Case("tool-results", [{"role": "user", "content": "What's the weather in Paris?"},
-                          {"role": "assistant", "content": "", "tool_calls": [_CALL]},
-                          {"role": "tool", "tool_call_id": "call_1", "name": "get_weather",
-                           "content": "{\"temperature\": 21}"}], tools=_TOOLS),
-    Case("generation-prompt", [{"role": "system", "content": "You are a helpful assistant."},
-                               {"role": "user", "content": "Hello!"}], add_generation_prompt=True),
-    Case("continue-final", [{"role": "user", "content": "Write a haiku."},
-                            {"role": "assistant", "content": "Autumn moonlight"}], continue_final_message=True),
+    Case(
+        "system",
+        [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "Hi there"}],
+    ),
+    Case(
+        "multi-turn",
+        [
+            {"role": "user", "content": "What is 2+2?"},
+            {"role": "assistant", "content": "2+2 is 4."},
+            {"role": "user", "content": "And 3+3?"},
+        ],
+    ),
+    Case(
+        "tools", [{"role": "user", "content": "What's the weather in Paris?"}], tools=_TOOLS, add_generation_prompt=True
+    ),
+    Case(
+        "tool-results",
+        [
+            {"role": "user", "content": "What's the weather in Paris?"},
+            {"role": "assistant", "content": "", "tool_calls": [_CALL]},
+            {"role": "tool", "tool_call_id": "call_1", "name": "get_weather", "content": '{"temperature": 21}'},
+        ],
+        tools=_TOOLS,
+    ),
+    Case(
+        "generation-prompt",
+        [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "Hello!"}],
+        add_generation_prompt=True,
+    ),
+    Case(
+        "continue-final",
+        [{"role": "user", "content": "Write a haiku."}, {"role": "assistant", "content": "Autumn moonlight"}],
+        continue_final_message=True,
+    ),
 )
 
 
@@ -104,9 +125,13 @@ def render_case(source: str, case: Case) -> Outcome | None:
     """turnkit's render of ``case`` (= transformers'), or ``None`` when transformers refuses the inputs themselves."""
     try:
         template = _chat_template(source)
-        text = template.render(copy.deepcopy(case.messages), tools=case.tools,
-                               add_generation_prompt=case.add_generation_prompt,
-                               continue_final_message=case.continue_final_message, **case.extra)
+        text = template.render(
+            copy.deepcopy(case.messages),
+            tools=case.tools,
+            add_generation_prompt=case.add_generation_prompt,
+            continue_final_message=case.continue_final_message,
+            **case.extra,
+        )
     except TemplateError as exc:
         if exc.code == "template_input":
             return None
@@ -125,8 +150,14 @@ def _context(case: Case) -> dict[str, Any]:
     messages = alias_reasoning_fields(copy.deepcopy(case.messages))
     if case.continue_final_message:
         messages[-1]["content"] = messages[-1]["content"] + _CONTINUE_TAG
-    return {**SPECIAL_TOKENS, **case.extra, "messages": messages, "tools": case.tools, "documents": None,
-            "add_generation_prompt": case.add_generation_prompt}
+    return {
+        **SPECIAL_TOKENS,
+        **case.extra,
+        "messages": messages,
+        "tools": case.tools,
+        "documents": None,
+        "add_generation_prompt": case.add_generation_prompt,
+    }
 
 
 def _finish(case: Case, outcome: Outcome) -> Outcome:
@@ -221,30 +252,33 @@ class _NodeRunner:
 
     def __init__(self, node: str, package: Path) -> None:
         self._process = subprocess.Popen(
-            [node, str(_RUNNER), str(package)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, encoding="utf-8",
+            [node, str(_RUNNER), str(package)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
         )
         atexit.register(self.close)
 
     def render(self, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Outcome]:
         process = self._process
         assert process.stdin is not None and process.stdout is not None
-        request = json.dumps([{"source": source, "context": context} for source, context in items],
-                             ensure_ascii=False)
+        request = json.dumps([{"source": source, "context": context} for source, context in items], ensure_ascii=False)
         process.stdin.write(request + "\n")
         process.stdin.flush()
         with selectors.DefaultSelector() as selector:
             selector.register(process.stdout, selectors.EVENT_READ)
             if not selector.select(_NODE_TIMEOUT):
                 self.close()
-                raise TemplateError(f"@huggingface/jinja did not answer within {_NODE_TIMEOUT:.0f} s",
-                                    code="lint_engine")
+                raise TemplateError(
+                    f"@huggingface/jinja did not answer within {_NODE_TIMEOUT:.0f} s", code="lint_engine"
+                )
         line = process.stdout.readline()
         if not line:
             error = process.stderr.read() if process.stderr is not None else ""
             self.close()
-            raise TemplateError(f"the node runner for @huggingface/jinja stopped: {error.strip()}",
-                                code="lint_engine")
+            raise TemplateError(f"the node runner for @huggingface/jinja stopped: {error.strip()}", code="lint_engine")
         return [Outcome("ok" in answer, answer.get("ok", answer.get("error", ""))) for answer in json.loads(line)]
 
     @property
@@ -301,8 +335,10 @@ def engine_unavailable(engine: str) -> str | None:
         if shutil.which("node") is None:
             return "hf-jinja needs Node.js ('node' is not on PATH)"
         if _hf_jinja_package() is None:
-            return ("@huggingface/jinja is not installed: npm install --prefix .refs/node @huggingface/jinja "
-                    "(or set TURNKIT_HF_JINJA to its folder)")
+            return (
+                "@huggingface/jinja is not installed: npm install --prefix .refs/node @huggingface/jinja "
+                "(or set TURNKIT_HF_JINJA to its folder)"
+            )
         return None
     return f"unknown engine {engine!r}: choose from {', '.join(ENGINES)}"
 
@@ -337,17 +373,46 @@ def compare(engine: str, case: str, reference: Outcome, outcome: Outcome) -> Lin
             return None
         at = _first_difference(reference.text, outcome.text)
         expected, actual = _snippet(reference.text, at), _snippet(outcome.text, at)
-        message = (f"{engine} renders the '{case}' conversation differently from transformers at character {at}: "
-                   f"expected {expected!r}, got {actual!r}")
-        return LintFinding("TK901", rule.severity, message, rule.hint, engine=engine, case=case, position=at,
-                           expected=expected, actual=actual)
+        message = (
+            f"{engine} renders the '{case}' conversation differently from transformers at character {at}: "
+            f"expected {expected!r}, got {actual!r}"
+        )
+        return LintFinding(
+            "TK901",
+            rule.severity,
+            message,
+            rule.hint,
+            engine=engine,
+            case=case,
+            position=at,
+            expected=expected,
+            actual=actual,
+        )
     if reference.ok:
         message = f"{engine} fails on the '{case}' conversation, which transformers renders: {outcome.text}"
-        return LintFinding("TK901", rule.severity, message, rule.hint, engine=engine, case=case, position=0,
-                           expected=_snippet(reference.text, 0), actual=f"error: {outcome.text}")
+        return LintFinding(
+            "TK901",
+            rule.severity,
+            message,
+            rule.hint,
+            engine=engine,
+            case=case,
+            position=0,
+            expected=_snippet(reference.text, 0),
+            actual=f"error: {outcome.text}",
+        )
     message = f"{engine} renders the '{case}' conversation, which transformers refuses: {reference.text}"
-    return LintFinding("TK901", rule.severity, message, rule.hint, engine=engine, case=case, position=0,
-                       expected=f"error: {reference.text}", actual=_snippet(outcome.text, 0))
+    return LintFinding(
+        "TK901",
+        rule.severity,
+        message,
+        rule.hint,
+        engine=engine,
+        case=case,
+        position=0,
+        expected=f"error: {reference.text}",
+        actual=_snippet(outcome.text, 0),
+    )
 
 
 def _first_difference(a: str, b: str) -> int:

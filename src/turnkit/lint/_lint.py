@@ -77,10 +77,12 @@ def load_templates(template: str | os.PathLike[str] | Mapping[str, str]) -> tupl
             raise TemplateError(f"cannot read {os.fspath(path)}: {exc.strerror or exc}") from exc
     if isinstance(template, str):
         return {"default": template}, None
-    raise TypeError(f"lint() takes a template text, a path or a mapping of names to texts, not "
-                    f"{type(template).__name__}")
+    raise TypeError(
+        f"lint() takes a template text, a path or a mapping of names to texts, not {type(template).__name__}"
+    )
 
 
 def _looks_like_path(text: object) -> bool:
-    return (isinstance(text, str) and 0 < len(text) < 4096 and "\n" not in text and "{" not in text
-            and os.path.exists(text))
+    return (
+        isinstance(text, str) and 0 < len(text) < 4096 and "\n" not in text and "{" not in text and os.path.exists(text)
+    )

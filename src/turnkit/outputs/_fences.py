@@ -43,9 +43,17 @@ def _skipping_strings(needle: str, flags: int = 0) -> re.Pattern[str]:
     """
     first = re.escape(needle_first(needle))
     return re.compile(
-        r'(?:[^"\\' + first + r"\n]++|\n|\\[\s\S]?"
+        r'(?:[^"\\'
+        + first
+        + r"\n]++|\n|\\[\s\S]?"
         + r'|"(?:[^"\\\n]++|\\[^\n]?)*+"?'
-        + r"|(?!" + needle + ")" + first + ")*+(" + needle + ")",
+        + r"|(?!"
+        + needle
+        + ")"
+        + first
+        + ")*+("
+        + needle
+        + ")",
         flags,
     )
 

@@ -38,7 +38,6 @@ _MAX_ERRORS = 5
 _MAX_STEPS = 1_000_000
 
 
-
 def _type_of(value: Any) -> str:
     if value is None:
         return "null"

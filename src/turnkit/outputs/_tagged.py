@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["MultiTaggedContentParser", "TaggedContent", "TaggedReplyStream", "find_tag"]
 
 _INSTRUCTION = "Respond with specific tags as outlined below{json_required_hint}\n{tag_lines_format}"
-_JSON_REQUIRED_HINT = ", and the content between {} MUST be valid JSON (e.g. true, 3, \"text\", [...] or {{...}}):"
+_JSON_REQUIRED_HINT = ', and the content between {} MUST be valid JSON (e.g. true, 3, "text", [...] or {{...}}):'
 _SCHEMA_SUFFIX = (
     "\nThe contents of the tags, read as a JSON dictionary keyed by {names}, MUST follow this schema: \n{schema}"
 )

@@ -76,8 +76,20 @@ class _Call:
 class Emitter:
     """Collects deltas for the current ``feed`` and keeps the message they add up to."""
 
-    __slots__ = ("deltas", "_texts", "calls", "_pending", "_started", "strip", "id_pattern",
-                 "incomplete", "_open_key", "_open_parts", "_hold", "_bad_calls")
+    __slots__ = (
+        "deltas",
+        "_texts",
+        "calls",
+        "_pending",
+        "_started",
+        "strip",
+        "id_pattern",
+        "incomplete",
+        "_open_key",
+        "_open_parts",
+        "_hold",
+        "_bad_calls",
+    )
 
     def __init__(self, *, strip: bool, id_pattern: str) -> None:
         self.deltas: list[Delta] = []
@@ -99,9 +111,16 @@ class Emitter:
     def hold(self) -> None:
         """Deltas from here on are kept back (not returned by ``take``) until ``release`` or ``drop``."""
         self._seal()
-        self._hold = (len(self.deltas), len(self.calls), len(self._texts[CONTENT].parts),
-                      len(self._texts[REASONING].parts), dict(self._pending), dict(self._started), self.incomplete,
-                      self._bad_calls)
+        self._hold = (
+            len(self.deltas),
+            len(self.calls),
+            len(self._texts[CONTENT].parts),
+            len(self._texts[REASONING].parts),
+            dict(self._pending),
+            dict(self._started),
+            self.incomplete,
+            self._bad_calls,
+        )
 
     @property
     def holding(self) -> bool:
@@ -177,8 +196,11 @@ class Emitter:
         self.calls.append(_Call(name, call_id))
         self._bad_calls += 1
         self.deltas.append(
-            {"tool_calls": [{"index": index, "id": call_id, "type": "function",
-                             "function": {"name": name, "arguments": ""}}]}
+            {
+                "tool_calls": [
+                    {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+                ]
+            }
         )
 
     def args(self, text: str) -> None:

@@ -27,7 +27,6 @@ from turnkit.parse._spec import FormatSpec, Harmony, Reasoning, Section, ToolReg
 __all__ = ["StreamParser", "tool_types"]
 
 
-
 class _Mode(enum.Enum):
     """Where in the output the parser is."""
 

@@ -26,7 +26,16 @@ class RenderBudget:
     """Counters for one render: wall clock, loop iterations, call depth and bytes allocated by amplifying operations."""
 
     __slots__ = (
-        "limits", "deadline", "loops", "depth", "allocated", "max_allocated", "_ticks", "_measure", "_input", "trusted"
+        "limits",
+        "deadline",
+        "loops",
+        "depth",
+        "allocated",
+        "max_allocated",
+        "_ticks",
+        "_measure",
+        "_input",
+        "trusted",
     )
 
     def __init__(

@@ -17,7 +17,13 @@ from typing import Any
 from turnkit.errors import TemplateError, ToolSchemaError
 
 __all__ = [
-    "REASONING_FIELDS", "adopt", "alias_reasoning_fields", "input_size", "plain_data", "plain_messages", "tool_schemas"
+    "REASONING_FIELDS",
+    "adopt",
+    "alias_reasoning_fields",
+    "input_size",
+    "plain_data",
+    "plain_messages",
+    "tool_schemas",
 ]
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})

@@ -527,9 +527,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         if ensure_ascii is False and indent is None and separators is None and sort_keys is False:
             result = _JSON_ENCODER.encode(x)  # what json.dumps builds for these arguments, built once
         else:
-            result = json.dumps(
-                x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
-            )
+            result = json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
         if len(result) >= _FREE_BYTES:
             self.check_size(len(result), "tojson")
             self.charge(_nbytes(result))
@@ -682,8 +680,22 @@ def _guarded_filters(sandbox: TemplateSandbox) -> dict[str, Callable[..., Any]]:
     for name in ("map", "select", "reject", "selectattr", "rejectattr", "sort", "unique", "groupby", "min", "max"):
         guarded[name] = _counting(jinja_filters.FILTERS[name])
     # Filters whose result can be a few times their input (escape turns '&' into '&amp;'): sized and counted.
-    for name in ("escape", "e", "forceescape", "urlize", "title", "capitalize", "upper", "lower", "trim",
-                 "striptags", "truncate", "urlencode", "xmlattr", "filesizeformat"):
+    for name in (
+        "escape",
+        "e",
+        "forceescape",
+        "urlize",
+        "title",
+        "capitalize",
+        "upper",
+        "lower",
+        "trim",
+        "striptags",
+        "truncate",
+        "urlencode",
+        "xmlattr",
+        "filesizeformat",
+    ):
         guarded[name] = _sized(sandbox, jinja_filters.FILTERS[name])
     return guarded
 
@@ -750,4 +762,3 @@ def sandbox_for(limits: Limits) -> TemplateSandbox:
             _SANDBOXES.pop(next(iter(_SANDBOXES)))
         sandbox = _SANDBOXES.setdefault(limits, TemplateSandbox(limits))
     return sandbox
-

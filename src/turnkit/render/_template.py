@@ -87,8 +87,7 @@ class ChatTemplate:
             for name, text in source.items():
                 if not isinstance(name, str) or not isinstance(text, str):
                     raise TemplateError(
-                        f"named chat templates must map names to template strings, got {name!r}: "
-                        f"{type(text).__name__}",
+                        f"named chat templates must map names to template strings, got {name!r}: {type(text).__name__}",
                         code="template_input",
                     )
                 self._sources[name] = text
@@ -229,25 +228,38 @@ class ChatTemplate:
             from turnkit.render._tokenize import tokenize_chat
 
             def text() -> Any:
-                return self.render(conversation, tools=tools, documents=documents,
-                                   add_generation_prompt=add_generation_prompt,
-                                   continue_final_message=continue_final_message, template_name=template_name,
-                                   **kwargs)
+                return self.render(
+                    conversation,
+                    tools=tools,
+                    documents=documents,
+                    add_generation_prompt=add_generation_prompt,
+                    continue_final_message=continue_final_message,
+                    template_name=template_name,
+                    **kwargs,
+                )
 
             return tokenize_chat(
-                self, conversation, tokenizer=tokenizer, render=text, return_dict=return_dict,
-                return_assistant_tokens_mask=return_assistant_tokens_mask, return_tensors=return_tensors,
-                padding=padding, truncation=truncation, max_length=max_length,
-                add_special_tokens=add_special_tokens, continue_final_message=continue_final_message,
+                self,
+                conversation,
+                tokenizer=tokenizer,
+                render=text,
+                return_dict=return_dict,
+                return_assistant_tokens_mask=return_assistant_tokens_mask,
+                return_tensors=return_tensors,
+                padding=padding,
+                truncation=truncation,
+                max_length=max_length,
+                add_special_tokens=add_special_tokens,
+                continue_final_message=continue_final_message,
             )
         if return_assistant_tokens_mask:
-            raise TemplateError("return_assistant_tokens_mask=True requires tokenize=True and return_dict=True",
-                                code="template_input")
+            raise TemplateError(
+                "return_assistant_tokens_mask=True requires tokenize=True and return_dict=True", code="template_input"
+            )
         name = self._choose(template_name, tools)
         source = self._sources[name]
         if isinstance(conversation, list | tuple) and len(conversation) == 0:
-            raise TemplateError("cannot render an empty conversation: give at least one message",
-                                code="template_input")
+            raise TemplateError("cannot render an empty conversation: give at least one message", code="template_input")
         first = conversation[0] if isinstance(conversation, list | tuple) else None
         batched = first is not None and (
             isinstance(first, list | tuple) or (type(first) is not dict and hasattr(first, "messages"))
@@ -267,8 +279,9 @@ class ChatTemplate:
         if documents is not None:
             for document in documents:
                 if not isinstance(document, dict):
-                    raise TemplateError("documents must be a list of dicts (with 'title' and 'text' keys)",
-                                        code="template_input")
+                    raise TemplateError(
+                        "documents must be a list of dicts (with 'title' and 'text' keys)", code="template_input"
+                    )
         shared: dict[str, Any] = {
             "tools": schemas,
             "documents": documents if adopt(documents, trusted) else _plain(documents, trusted),
@@ -280,8 +293,7 @@ class ChatTemplate:
         # continue_final_message edits the final message, so it needs a copy of the caller's messages
         chats = [plain_messages(chat, trusted, copy=bool(continue_final_message)) for chat in conversations]
         rendered = [
-            self._render_chat(compiled, source, chat, shared, extra, continue_final_message, trusted)
-            for chat in chats
+            self._render_chat(compiled, source, chat, shared, extra, continue_final_message, trusted) for chat in chats
         ]
         return rendered if batched else rendered[0]
 
@@ -295,9 +307,7 @@ class ChatTemplate:
         if template_name is not None:
             if template_name in self._sources:
                 return template_name
-            raise TemplateNotFoundError(
-                f"no chat template named {template_name!r}; available: {sorted(self._sources)}"
-            )
+            raise TemplateNotFoundError(f"no chat template named {template_name!r}; available: {sorted(self._sources)}")
         if tools is not None and "tool_use" in self._sources:
             return "tool_use"
         if _SINGLE in self._sources:
@@ -494,11 +504,11 @@ def render_template_string(source: str, variables: Mapping[str, Any], *, limits:
     try:
         compiled = sandbox.from_string(source)
     except jinja2.exceptions.TemplateSyntaxError as exc:
-        raise TemplateError(f"template does not compile: {exc.message} (line {exc.lineno})",
-                            code="template_syntax") from exc
+        raise TemplateError(
+            f"template does not compile: {exc.message} (line {exc.lineno})", code="template_syntax"
+        ) from exc
     except Exception as exc:  # noqa: BLE001 - e.g. RecursionError on absurdly nested expressions
-        raise TemplateError(f"template does not compile: {type(exc).__name__}: {exc}",
-                            code="template_syntax") from exc
+        raise TemplateError(f"template does not compile: {type(exc).__name__}: {exc}", code="template_syntax") from exc
     return _run(sandbox, compiled, dict(variables))
 
 
@@ -606,8 +616,8 @@ def apply_chat_template(
         ... )
         '<s>[user] Hi!\\n'
     """
-    template = chat_template if isinstance(chat_template, ChatTemplate) else _cached(
-        chat_template, limits or DEFAULT_LIMITS
+    template = (
+        chat_template if isinstance(chat_template, ChatTemplate) else _cached(chat_template, limits or DEFAULT_LIMITS)
     )
     return template.render(
         conversation,

@@ -29,7 +29,12 @@ if TYPE_CHECKING:
     from turnkit.render._template import ChatTemplate, Conversation
 
 __all__ = [
-    "ChatTokenizer", "DoubleBosWarning", "TokenizerSpec", "generation_mask", "render_with_spans", "tokenize_chat"
+    "ChatTokenizer",
+    "DoubleBosWarning",
+    "TokenizerSpec",
+    "generation_mask",
+    "render_with_spans",
+    "tokenize_chat",
 ]
 
 TokenizerSpec = Any
@@ -39,8 +44,13 @@ or a :class:`ChatTokenizer`."""
 # transformers' "no maximum length": model_max_length at or past this means unknown.
 _HUGE = int(1e29)
 _PADDING = {True: "longest", False: None, "longest": "longest", "max_length": "max_length", "do_not_pad": None}
-_TRUNCATION = {True: "longest_first", False: None, "longest_first": "longest_first", "only_first": "longest_first",
-               "do_not_truncate": None}
+_TRUNCATION = {
+    True: "longest_first",
+    False: None,
+    "longest_first": "longest_first",
+    "only_first": "longest_first",
+    "do_not_truncate": None,
+}
 
 
 class DoubleBosWarning(UserWarning):
@@ -54,8 +64,16 @@ class ChatTokenizer:
     caller's object.
     """
 
-    __slots__ = ("_backend", "_lock", "padding_side", "truncation_side", "model_max_length", "pad_token",
-                 "bos_token", "source")
+    __slots__ = (
+        "_backend",
+        "_lock",
+        "padding_side",
+        "truncation_side",
+        "model_max_length",
+        "pad_token",
+        "bos_token",
+        "source",
+    )
 
     def __init__(
         self,
@@ -97,8 +115,10 @@ class ChatTokenizer:
             folder = path if path.is_dir() else path.parent
             file = path / "tokenizer.json" if path.is_dir() else path
             if not file.is_file():
-                raise TokenizerError(f"no tokenizer.json at {os.fspath(file)!r}: tokenized rendering needs one "
-                                     "(turnkit reads tokenizer.json only, never sentencepiece or vocab files)")
+                raise TokenizerError(
+                    f"no tokenizer.json at {os.fspath(file)!r}: tokenized rendering needs one "
+                    "(turnkit reads tokenizer.json only, never sentencepiece or vocab files)"
+                )
             config = _read_config(folder / "tokenizer_config.json")
             tokenizers = _tokenizers()
             try:
@@ -118,8 +138,9 @@ class ChatTokenizer:
                 bos_token=_token_text(special.get("bos_token")),
                 source=os.fspath(file),
             )
-        return cls(spec, pad_token=_token_text(special.get("pad_token")),
-                   bos_token=_token_text(special.get("bos_token")))
+        return cls(
+            spec, pad_token=_token_text(special.get("pad_token")), bos_token=_token_text(special.get("bos_token"))
+        )
 
     @property
     def backend(self) -> Any:
@@ -127,8 +148,15 @@ class ChatTokenizer:
         return self._backend
 
     def __reduce__(self) -> tuple[Any, ...]:
-        state = (self._backend, self.padding_side, self.truncation_side, self.model_max_length, self.pad_token,
-                 self.bos_token, self.source)
+        state = (
+            self._backend,
+            self.padding_side,
+            self.truncation_side,
+            self.model_max_length,
+            self.pad_token,
+            self.bos_token,
+            self.source,
+        )
         return (_rebuild, state)
 
     def encode(
@@ -153,8 +181,10 @@ class ChatTokenizer:
         pad_id: int | None = None
         if pad is not None:
             if self.pad_token is None:
-                raise TokenizerError("asked to pad, but the tokenizer has no pad token: pass pad_token= as a "
-                                     "special token or set it in tokenizer_config.json")
+                raise TokenizerError(
+                    "asked to pad, but the tokenizer has no pad token: pass pad_token= as a "
+                    "special token or set it in tokenizer_config.json"
+                )
             pad_id = self._backend.token_to_id(self.pad_token)
             if pad_id is None:
                 raise TokenizerError(f"the pad token {self.pad_token!r} is not in the tokenizer's vocabulary")
@@ -182,10 +212,24 @@ class ChatTokenizer:
                 backend.no_padding()
 
 
-def _rebuild(backend: Any, padding_side: str, truncation_side: str, model_max_length: int | None,
-             pad_token: str | None, bos_token: str | None, source: str | None) -> ChatTokenizer:
-    return ChatTokenizer(backend, padding_side=padding_side, truncation_side=truncation_side,
-                         model_max_length=model_max_length, pad_token=pad_token, bos_token=bos_token, source=source)
+def _rebuild(
+    backend: Any,
+    padding_side: str,
+    truncation_side: str,
+    model_max_length: int | None,
+    pad_token: str | None,
+    bos_token: str | None,
+    source: str | None,
+) -> ChatTokenizer:
+    return ChatTokenizer(
+        backend,
+        padding_side=padding_side,
+        truncation_side=truncation_side,
+        model_max_length=model_max_length,
+        pad_token=pad_token,
+        bos_token=bos_token,
+        source=source,
+    )
 
 
 def _tokenizers() -> Any:
@@ -272,19 +316,26 @@ def tokenize_chat(
 ) -> Any:
     """Render ``conversation`` with ``render`` and tokenize it; the shapes transformers 5.23 returns."""
     if return_assistant_tokens_mask and not return_dict:
-        raise TemplateError("return_assistant_tokens_mask=True requires return_dict=True (and tokenize=True)",
-                            code="template_input")
+        raise TemplateError(
+            "return_assistant_tokens_mask=True requires return_dict=True (and tokenize=True)", code="template_input"
+        )
     if return_assistant_tokens_mask and continue_final_message:
-        raise TemplateError("continue_final_message is not compatible with return_assistant_tokens_mask",
-                            code="template_input")
+        raise TemplateError(
+            "continue_final_message is not compatible with return_assistant_tokens_mask", code="template_input"
+        )
     if return_tensors not in (None, "np", "pt"):
         raise TokenizerError(f"return_tensors must be None, 'np' or 'pt', got {return_tensors!r}")
-    chat_tokenizer = template.tokenizer if tokenizer is None else ChatTokenizer.load(
-        tokenizer, special_tokens=template.special_tokens)
+    chat_tokenizer = (
+        template.tokenizer
+        if tokenizer is None
+        else ChatTokenizer.load(tokenizer, special_tokens=template.special_tokens)
+    )
     if chat_tokenizer is None:
-        raise TokenizerError("tokenize=True needs a tokenizer: pass tokenizer= (a tokenizer.json path, a model "
-                             "folder or a tokenizers.Tokenizer), or load the template with "
-                             "ChatTemplate.from_pretrained from a folder that has tokenizer.json")
+        raise TokenizerError(
+            "tokenize=True needs a tokenizer: pass tokenizer= (a tokenizer.json path, a model "
+            "folder or a tokenizers.Tokenizer), or load the template with "
+            "ChatTemplate.from_pretrained from a folder that has tokenizer.json"
+        )
     tracker = SpanTracker() if return_assistant_tokens_mask else None
     token = TRACKER.set(tracker)
     try:
@@ -293,8 +344,9 @@ def tokenize_chat(
         TRACKER.reset(token)
     batched = not isinstance(rendered, str)
     texts: list[str] = list(rendered) if batched else [rendered]
-    encodings = chat_tokenizer.encode(texts, add_special_tokens=add_special_tokens, padding=padding,
-                                      truncation=truncation, max_length=max_length)
+    encodings = chat_tokenizer.encode(
+        texts, add_special_tokens=add_special_tokens, padding=padding, truncation=truncation, max_length=max_length
+    )
     if add_special_tokens:
         _warn_double_bos(chat_tokenizer, texts, encodings)
     input_ids: list[list[int]] = [list(e.ids) for e in encodings]
@@ -303,8 +355,9 @@ def tokenize_chat(
         return _tensor(value if batched or return_tensors is None else [value], return_tensors)
     out: dict[str, Any] = {"input_ids": input_ids, "attention_mask": [list(e.attention_mask) for e in encodings]}
     if tracker is not None:
-        out["assistant_masks"] = [generation_mask(e, spans) for e, spans in zip(encodings, tracker.renders,
-                                                                                 strict=True)]
+        out["assistant_masks"] = [
+            generation_mask(e, spans) for e, spans in zip(encodings, tracker.renders, strict=True)
+        ]
     if not batched and return_tensors is None:
         return {key: value[0] for key, value in out.items()}
     return {key: _tensor(value, return_tensors) for key, value in out.items()}
@@ -331,8 +384,10 @@ def _tensor(value: Any, kind: str | None) -> Any:
     if kind is None:
         return value
     if isinstance(value, list) and value and isinstance(value[0], list) and len({len(row) for row in value}) > 1:
-        raise TokenizerError("cannot make a tensor of sequences of different lengths: pass padding=True "
-                             "(and truncation=True to cap them)")
+        raise TokenizerError(
+            "cannot make a tensor of sequences of different lengths: pass padding=True "
+            "(and truncation=True to cap them)"
+        )
     if kind == "np":
         numpy = require("numpy", None, purpose="return_tensors='np'")
         return numpy.asarray(value)

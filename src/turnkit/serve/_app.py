@@ -50,8 +50,9 @@ class BearerAuth:
         if hmac.compare_digest(given, self.expected):
             await self.app(scope, receive, send)
             return
-        error = ServeError("missing or incorrect API key (send Authorization: Bearer KEY)",
-                           code="invalid_api_key", status=401)
+        error = ServeError(
+            "missing or incorrect API key (send Authorization: Bearer KEY)", code="invalid_api_key", status=401
+        )
         error.type = "invalid_request_error"
         await error_response(error)(scope, receive, send)
 
@@ -60,9 +61,14 @@ def _models(gateway: Gateway) -> Route:
     created = int(time.time())
 
     async def models(request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [
-            {"id": gateway.served_model_name, "object": "model", "created": created, "owned_by": "turnkit"}
-        ]})
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [
+                    {"id": gateway.served_model_name, "object": "model", "created": created, "owned_by": "turnkit"}
+                ],
+            }
+        )
 
     return Route("/v1/models", models, methods=["GET"])
 
@@ -78,8 +84,9 @@ async def _serve_error(request: Request, exc: Exception) -> Response:
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    error = ServeError(str(exc.detail), code="not_found" if exc.status_code == 404 else "http_error",
-                       status=exc.status_code)
+    error = ServeError(
+        str(exc.detail), code="not_found" if exc.status_code == 404 else "http_error", status=exc.status_code
+    )
     error.type = "invalid_request_error"
     return error_response(error)
 

@@ -93,8 +93,9 @@ def _template_tool_call(call: Any, where: str) -> dict[str, Any]:
         if isinstance(decoded, dict):  # templates expect a mapping (vLLM decodes them the same way)
             arguments = decoded
     elif not isinstance(arguments, Mapping):
-        raise BadRequestError("function.arguments must be a JSON string or an object",
-                              param=f"{where}.function.arguments")
+        raise BadRequestError(
+            "function.arguments must be a JSON string or an object", param=f"{where}.function.arguments"
+        )
     out: dict[str, Any] = {"type": "function", "function": {"name": function["name"], "arguments": arguments}}
     if isinstance(call.get("id"), str):
         out["id"] = call["id"]

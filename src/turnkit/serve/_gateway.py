@@ -25,8 +25,17 @@ __all__ = ["Gateway", "ReasoningField", "Run"]
 ReasoningField = Literal["both", "reasoning_content", "reasoning", "none"]
 
 # Keyword arguments of the render call that a request's chat_template_kwargs may not override.
-_RESERVED_KWARGS = frozenset({"messages", "conversation", "tools", "documents", "add_generation_prompt",
-                              "continue_final_message", "template_name"})
+_RESERVED_KWARGS = frozenset(
+    {
+        "messages",
+        "conversation",
+        "tools",
+        "documents",
+        "add_generation_prompt",
+        "continue_final_message",
+        "template_name",
+    }
+)
 
 
 class Gateway:
@@ -72,8 +81,9 @@ class Gateway:
         messages = template_messages(chat.messages)
         reserved = _RESERVED_KWARGS & set(chat.chat_template_kwargs)
         if reserved:
-            raise BadRequestError(f"chat_template_kwargs may not set {', '.join(sorted(reserved))}",
-                                  param="chat_template_kwargs")
+            raise BadRequestError(
+                f"chat_template_kwargs may not set {', '.join(sorted(reserved))}", param="chat_template_kwargs"
+            )
         kwargs = {**self.template_kwargs, **chat.chat_template_kwargs}
         try:
             prompt: str = self.template.render(
@@ -252,7 +262,7 @@ class Run:
     def _refusal(self, name: str) -> str | None:
         chat = self.chat
         if chat.tool_choice == "none":
-            return "tool_choice is \"none\""
+            return 'tool_choice is "none"'
         if self._allowed is None or name not in self._allowed:
             if chat.forced_tool is not None:
                 return f"tool_choice names {chat.forced_tool!r}"
@@ -296,9 +306,14 @@ class Run:
             if reason is not None:
                 self._index[index] = None
                 self._diverted = index
-                self.problems.append({"code": "tool_call_not_allowed", "name": name,
-                                      "message": f"the model called {name!r}, which is not allowed ({reason}); "
-                                                 "the call is returned as content"})
+                self.problems.append(
+                    {
+                        "code": "tool_call_not_allowed",
+                        "name": name,
+                        "message": f"the model called {name!r}, which is not allowed ({reason}); "
+                        "the call is returned as content",
+                    }
+                )
                 self._text(out, "content", '{"name": ' + json.dumps(name, ensure_ascii=False) + ', "arguments": ')
                 if arguments:
                     self._text(out, "content", arguments)
@@ -306,8 +321,18 @@ class Run:
             position = len(self._calls)
             self._index[index] = position
             self._calls.append(_Call(call["id"], name))
-            out.append({"tool_calls": [{"index": position, "id": call["id"], "type": "function",
-                                        "function": {"name": name, "arguments": ""}}]})
+            out.append(
+                {
+                    "tool_calls": [
+                        {
+                            "index": position,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
         if not arguments:
             return
         position_or_none = self._index.get(index)
@@ -336,21 +361,33 @@ class Run:
             try:
                 value = json.loads(raw)
             except (ValueError, RecursionError) as exc:
-                self.problems.append({"code": "invalid_tool_arguments", "index": position, "name": call.name,
-                                      "message": f"the arguments of call {position} ({call.name!r}) are not valid "
-                                                 f"JSON: {exc}"})
+                self.problems.append(
+                    {
+                        "code": "invalid_tool_arguments",
+                        "index": position,
+                        "name": call.name,
+                        "message": f"the arguments of call {position} ({call.name!r}) are not valid JSON: {exc}",
+                    }
+                )
                 continue
             if not isinstance(value, dict):
-                self.problems.append({"code": "invalid_tool_arguments", "index": position, "name": call.name,
-                                      "message": f"the arguments of call {position} ({call.name!r}) are not a "
-                                                 "JSON object"})
+                self.problems.append(
+                    {
+                        "code": "invalid_tool_arguments",
+                        "index": position,
+                        "name": call.name,
+                        "message": f"the arguments of call {position} ({call.name!r}) are not a JSON object",
+                    }
+                )
         choice = self.chat.tool_choice
         if (choice == "required" or self.chat.forced_tool is not None) and not self._calls:
-            self.problems.append({"code": "tool_choice_not_met",
-                                  "message": "tool_choice asked for a tool call and the model made none"})
+            self.problems.append(
+                {"code": "tool_choice_not_met", "message": "tool_choice asked for a tool call and the model made none"}
+            )
         if self._parser.incomplete and self.finish_reason != "length":
-            self.problems.append({"code": "incomplete_output",
-                                  "message": "the model output ended inside an unfinished region"})
+            self.problems.append(
+                {"code": "incomplete_output", "message": "the model output ended inside an unfinished region"}
+            )
         fmt = self.chat.response_format
         if fmt is not None and fmt.get("type") in ("json_object", "json_schema"):
             error = check_response_format(self.content, fmt)
@@ -369,8 +406,7 @@ class Run:
     def message(self) -> dict[str, Any]:
         """What the deltas so far add up to: ``role``, ``content``, ``reasoning_content``, ``tool_calls``
         (arguments as the JSON text the deltas carried); ``tool_calls`` only when there are calls."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content,
-                                   "reasoning_content": self.reasoning}
+        message: dict[str, Any] = {"role": "assistant", "content": self.content, "reasoning_content": self.reasoning}
         if self._calls:
             message["tool_calls"] = [
                 {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": "".join(call.parts)}}

@@ -34,7 +34,8 @@ async def read_json_body(request: Request) -> Any:
     try:
         return json.loads(body)
     except json.JSONDecodeError as exc:
-        raise BadRequestError(f"request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-                              code="invalid_json") from exc
+        raise BadRequestError(
+            f"request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", code="invalid_json"
+        ) from exc
     except UnicodeDecodeError as exc:
         raise BadRequestError("request body is not UTF-8", code="invalid_json") from exc

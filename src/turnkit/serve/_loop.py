@@ -22,8 +22,12 @@ __all__ = ["start_loop"]
 async def start_loop(gateway: Gateway, chat: ChatRequest) -> AsyncIterator[AgentEvent]:
     """Render and start the first turn now (a bad request is a 400, an unreachable backend a 502, before any
     response starts), then return the loop's events."""
-    agent = Agent(gateway.tool_functions, step=lambda m, t: _next_run(m, t), max_steps=gateway.max_steps,
-                  external_tools=list(chat.tools or ()))
+    agent = Agent(
+        gateway.tool_functions,
+        step=lambda m, t: _next_run(m, t),
+        max_steps=gateway.max_steps,
+        external_tools=list(chat.tools or ()),
+    )
     tools = agent.tool_schemas or None
     pending: list[Run] = []
 

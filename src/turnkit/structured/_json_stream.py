@@ -85,6 +85,8 @@ def _common_prefix(word: str, text: str) -> int:
     while k < len(word) and k < len(text) and word[k] == text[k]:
         k += 1
     return k
+
+
 _NUMBER_START = "-0123456789"
 _HEX_DIGITS = "0123456789abcdefABCDEF"
 # String content up to the next quote, backslash that starts an unfinished escape, or control character

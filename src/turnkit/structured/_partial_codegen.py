@@ -189,7 +189,7 @@ class _Renderer:
             f"class {name}(BaseModel):",
             f'    """{_identifier(model.__name__)} while it streams: fields may be missing, text may be a prefix."""',
             "",
-            '    model_config = ConfigDict(populate_by_name=True)',
+            "    model_config = ConfigDict(populate_by_name=True)",
             "",
         ]
         for field_name, info in model.model_fields.items():

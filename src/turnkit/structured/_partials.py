@@ -53,8 +53,9 @@ def partial_model(model: type[BaseModel]) -> type[BaseModel]:
             "Literal": Literal,
             **source.names,
         }
-        exec(compile("from __future__ import annotations\n" + source.code, "<turnkit partial types>", "exec"),
-             namespace)
+        exec(
+            compile("from __future__ import annotations\n" + source.code, "<turnkit partial types>", "exec"), namespace
+        )
         for name in source.classes:
             namespace[name].model_rebuild(_types_namespace=namespace)
         result: type[BaseModel] = namespace[source.root]

@@ -413,8 +413,9 @@ def _type_plan(tp: Any, *, validate: bool, config: ConfigDict | None = None) -> 
             keys = {_json_key(name, info) for name, info in inner.model_fields.items()}
             unknown = [name for name in require if name not in keys]
             if unknown:
-                raise UsageError(f"RequireFields names unknown field(s) {unknown} of {inner.__name__}",
-                                 code="bad_policy")
+                raise UsageError(
+                    f"RequireFields names unknown field(s) {unknown} of {inner.__name__}", code="bad_policy"
+                )
         if is_model(inner):
             model = inner
             own = validate and not _has_model_decorators(inner)

@@ -37,8 +37,20 @@ _PENDING = {"state": "pending", "value": None}
 class _Open:
     """An open value: an object or array still receiving members, or a string still growing."""
 
-    __slots__ = ("parent", "key", "plan", "kind", "pointer", "vpointer", "stateful", "shown", "data", "results",
-                 "child", "count")
+    __slots__ = (
+        "parent",
+        "key",
+        "plan",
+        "kind",
+        "pointer",
+        "vpointer",
+        "stateful",
+        "shown",
+        "data",
+        "results",
+        "child",
+        "count",
+    )
 
     def __init__(self, parent: _Open | None, key: str, plan: FieldPlan, kind: int, pointer: str) -> None:
         self.parent = parent
@@ -174,8 +186,9 @@ class PolicyFilter:
             plan = parent.plan.item()
         self._place(parent, key, plan, parent.pointer + "/" + escape_token(key), value, replacing=replacing)
 
-    def _place(self, parent: _Open | None, key: str, plan: FieldPlan, pointer: str, value: Any,
-               *, replacing: bool) -> None:
+    def _place(
+        self, parent: _Open | None, key: str, plan: FieldPlan, pointer: str, value: Any, *, replacing: bool
+    ) -> None:
         """A new member: open (string or container, its last descendants open too) or complete (a scalar)."""
         kind = type(value)
         if kind is not dict and kind is not list and kind is not str:
@@ -234,8 +247,9 @@ class PolicyFilter:
             parent.results.pop(key, None)
         if parent.shown:
             if parent.plan.child(key).with_state:
-                self._out.append({"op": "replace", "path": parent.vpointer + "/" + escape_token(key),
-                                  "value": dict(_PENDING)})
+                self._out.append(
+                    {"op": "replace", "path": parent.vpointer + "/" + escape_token(key), "value": dict(_PENDING)}
+                )
             else:
                 self._out.append({"op": "remove", "path": parent.vpointer + "/" + escape_token(key)})
 
@@ -268,8 +282,9 @@ class PolicyFilter:
                 self._out.append({"op": CLOSED, "path": node.vpointer})
         self._release(parent)
 
-    def _closed_member(self, parent: _Open | None, key: str, plan: FieldPlan, pointer: str, raw: Any,
-                       result: Any, *, replacing: bool) -> None:
+    def _closed_member(
+        self, parent: _Open | None, key: str, plan: FieldPlan, pointer: str, raw: Any, result: Any, *, replacing: bool
+    ) -> None:
         """A member that arrived complete (a number, ``true``, a whole value): store it and show it."""
         if parent is None:
             self._done, self._result = True, result
@@ -354,17 +369,23 @@ class PolicyFilter:
             if name is not None:
                 values[name] = result
             elif extra == "forbid":
-                raise OutputParseError(f"unexpected field {key!r} for {model.__name__}", code="field_validation",
-                                       pointer=pointer + "/" + escape_token(key),
-                                       feedback=f"Remove the field {key!r}.")
+                raise OutputParseError(
+                    f"unexpected field {key!r} for {model.__name__}",
+                    code="field_validation",
+                    pointer=pointer + "/" + escape_token(key),
+                    feedback=f"Remove the field {key!r}.",
+                )
             elif extra == "allow":
                 values[key] = result
         missing = [key for key, name in names.items() if name not in values and fields[name].is_required()]
         if missing:
             listed = ", ".join(repr(key) for key in missing)
-            raise OutputParseError(f"{model.__name__} is missing required field(s) {listed}",
-                                   code="field_validation", pointer=pointer,
-                                   feedback=f"Include the required field(s) {listed}.")
+            raise OutputParseError(
+                f"{model.__name__} is missing required field(s) {listed}",
+                code="field_validation",
+                pointer=pointer,
+                feedback=f"Include the required field(s) {listed}.",
+            )
         return model.model_construct(_fields_set=set(values), **values)
 
     # ------------------------------------------------------------------ visibility
@@ -404,16 +425,18 @@ class PolicyFilter:
         for pointer in closed:
             self._out.append({"op": CLOSED, "path": pointer})
 
-    def _show_closed(self, parent: _Open | None, key: str, plan: FieldPlan, raw: Any, *,
-                     replacing: bool = False) -> None:
+    def _show_closed(
+        self, parent: _Open | None, key: str, plan: FieldPlan, raw: Any, *, replacing: bool = False
+    ) -> None:
         if parent is None:
             vpointer = ""
         else:
             vpointer = parent.vpointer + "/" + escape_token(key)
             if plan.with_state and parent.kind == _OBJ:
                 vpointer += "/value"
-        self._out.append({"op": "replace" if replacing else "add", "path": vpointer,
-                          "value": _project_closed(raw, plan)})
+        self._out.append(
+            {"op": "replace" if replacing else "add", "path": vpointer, "value": _project_closed(raw, plan)}
+        )
         if self._closed_events:
             self._out.append({"op": CLOSED, "path": vpointer})
 
@@ -490,5 +513,9 @@ def _project_closed(raw: Any, plan: FieldPlan) -> Any:
 def _validation_error(pointer: str, exc: ValidationError) -> OutputParseError:
     first = exc.errors(include_url=False)[0]
     where = pointer + "".join("/" + escape_token(str(part)) for part in first.get("loc", ()))
-    return OutputParseError(f"validation failed: {first.get('msg', 'invalid value')}", code="field_validation",
-                            pointer=where, feedback=str(exc))
+    return OutputParseError(
+        f"validation failed: {first.get('msg', 'invalid value')}",
+        code="field_validation",
+        pointer=where,
+        feedback=str(exc),
+    )

@@ -176,7 +176,8 @@ class _MapState:
     def _target(self, rule: PathMap, matched: list[str]) -> list[str]:
         """The target tokens for a source match; a capture from a source array is marked ``[i]``."""
         captures = iter(
-            (token, self._is_array(matched[:i])) for i, (p, token) in enumerate(zip(rule._src, matched, strict=True))
+            (token, self._is_array(matched[:i]))
+            for i, (p, token) in enumerate(zip(rule._src, matched, strict=True))
             if p == _WILD
         )
         out: list[str] = []

@@ -22,9 +22,7 @@ BODIES: dict[type[BodySpec], type[Body]] = {
 }
 
 
-def make_body(
-    spec: BodySpec, emitter: Emitter, types: ToolTypes, max_depth: int, region_close: str | None
-) -> Body:
+def make_body(spec: BodySpec, emitter: Emitter, types: ToolTypes, max_depth: int, region_close: str | None) -> Body:
     """A new decoder for one tool-call body declared as ``spec`` (``region_close`` ends the region)."""
     body = BODIES.get(type(spec))
     if body is None:  # a subclass of a declaration

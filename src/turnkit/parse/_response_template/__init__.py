@@ -30,6 +30,7 @@ __all__ = [
 
 Tools = list[dict[str, Any] | Callable[..., Any]]
 
+
 def is_response_template(value: Any) -> bool:
     """Whether ``value`` is shaped like a ``response_template`` (rather than an x-regex response schema)."""
     if isinstance(value, dict):

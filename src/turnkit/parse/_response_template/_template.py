@@ -22,7 +22,6 @@ from turnkit.parse._response_template._keys import FIELD_KEYS, TEMPLATE_KEYS
 __all__ = ["ResponseTemplate", "ResponseTemplateField", "load_response_template"]
 
 
-
 @dataclass(frozen=True)
 class ResponseTemplateField:
     name: str
@@ -191,7 +190,6 @@ def _build_field(name: str, field: Any) -> ResponseTemplateField:
         transform=transform,
         transform_each=transform_each,
     )
-
 
 
 def load_response_template(spec: Any) -> ResponseTemplate:

@@ -108,9 +108,7 @@ class Program:
         self.keys: tuple[Callable[[str, int], tuple[int, ...]], ...] = ()
         self.unrolled = self._unroll(scanners)
 
-    def _value_lines(
-        self, scanners: dict[str, re.Pattern[str]] | None
-    ) -> tuple[list[str], list[str], dict[str, Any]]:
+    def _value_lines(self, scanners: dict[str, re.Pattern[str]] | None) -> tuple[list[str], list[str], dict[str, Any]]:
         """(expressions of the text features ``f0, f1...`` the bound depends on besides ``n``: literal
         counts and longest runs; code computing every slot's value ``v0, v1...`` from ``n`` and them).
         The bound is non-decreasing in ``n`` and in every feature, which :meth:`rounded_bound` relies on."""

@@ -261,8 +261,6 @@ def _gemma4_json_to_json(text: str, run: Run, pointer: str) -> str:
     return text
 
 
-
-
 @dataclass(slots=True, eq=False)
 class Node:
     """One compiled schema node: what :func:`parse_node` needs, decided once at compile time.

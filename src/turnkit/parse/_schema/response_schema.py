@@ -71,6 +71,7 @@ class ResponseSchema:
         except RecursionError as exc:
             raise ParseError("parsed content nested too deeply") from exc
 
+
 _CACHE: dict[Any, ResponseSchema] = {}
 _DEFAULT_CACHE: dict[Any, ResponseSchema] = {}
 # The same dict object again (the usual hot loop): id -> (that object, its compiled schema). Reused while

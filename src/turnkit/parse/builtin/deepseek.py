@@ -47,7 +47,7 @@ FORMATS = (
     ),
     FormatSpec(
         name="deepseek_v3_2_dsml",
-        description="DeepSeek V3.2 DSML: invoke/parameter tags, string=\"true\" marks raw text values",
+        description='DeepSeek V3.2 DSML: invoke/parameter tags, string="true" marks raw text values',
         aliases=("deepseekv32",),
         reasoning=(THINK_TAGS,),
         tools=(

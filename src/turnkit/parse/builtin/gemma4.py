@@ -23,9 +23,7 @@ FORMATS = (
         description="Gemma 4, vLLM's reasoning parser: <|channel>[thought]...<channel|>; a stray end marker dropped",
         # The streaming reading of vLLM's parser (it matches 16 of the 20 vLLM records, 13 when open by default):
         # reasoning only inside the channel, the "thought\n" label dropped, whitespace kept around the block.
-        reasoning=(
-            Reasoning(starts=(GEMMA_CHANNEL + "thought\n", *GEMMA_THOUGHT.starts), ends=GEMMA_THOUGHT.ends),
-        ),
+        reasoning=(Reasoning(starts=(GEMMA_CHANNEL + "thought\n", *GEMMA_THOUGHT.starts), ends=GEMMA_THOUGHT.ends),),
         discard=GEMMA_THOUGHT.ends,
         strip=False,
     ),

@@ -34,10 +34,6 @@ FORMATS = (
     FormatSpec(
         name="kimi_k2_reasoning",
         description="Kimi K2 thinking, reasoning only: output starts inside <think> (vLLM's reasoning parser)",
-        reasoning=(
-            Reasoning(
-                starts=(THINK,), ends=(THINK_END,), open_by_default=True, ends_kept=(KIMI_SECTION,)
-            ),
-        ),
+        reasoning=(Reasoning(starts=(THINK,), ends=(THINK_END,), open_by_default=True, ends_kept=(KIMI_SECTION,)),),
     ),
 )

@@ -38,8 +38,6 @@ FORMATS = (
         name="qwen3_reasoning",
         aliases=("qwen3",),
         description="Qwen3 thinking, reasoning only: starts inside <think>; a <tool_call> also ends reasoning",
-        reasoning=(
-            Reasoning(starts=(THINK,), ends=(THINK_END,), open_by_default=True, ends_kept=(TOOL_CALL,)),
-        ),
+        reasoning=(Reasoning(starts=(THINK,), ends=(THINK_END,), open_by_default=True, ends_kept=(TOOL_CALL,)),),
     ),
 )

@@ -154,6 +154,7 @@ def _status_error(response: httpx.Response) -> BackendError | BadRequestError:
     except ValueError:
         detail = response.text[:300]
     if 400 <= response.status_code < 500:
-        return BadRequestError(f"backend rejected the request ({response.status_code}): {detail}",
-                               code="backend_rejected")
+        return BadRequestError(
+            f"backend rejected the request ({response.status_code}): {detail}", code="backend_rejected"
+        )
     return BackendError(f"backend answered {response.status_code}: {detail}")

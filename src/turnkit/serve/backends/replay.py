@@ -52,7 +52,7 @@ class ReplayBackend:
                     raise ValueError(f"{path}:{number}: invalid JSON: {exc.msg}") from exc
                 records.append(_record(raw, f"{path}:{number}"))
         if not records:
-            raise ValueError(f"{path}: no replay records (expected JSON lines with an \"output\")")
+            raise ValueError(f'{path}: no replay records (expected JSON lines with an "output")')
         return cls(records, delay=delay)
 
     def choose(self, prompt: str) -> ReplayRecord:
@@ -87,11 +87,11 @@ def _record(raw: Any, where: str) -> ReplayRecord:
     output, match, chunk = raw.get("output"), raw.get("match"), raw.get("chunk", 4)
     finish = raw.get("finish_reason", "stop")
     if not isinstance(output, str):
-        raise ValueError(f"{where}: \"output\" must be a string")
+        raise ValueError(f'{where}: "output" must be a string')
     if match is not None and not isinstance(match, str):
-        raise ValueError(f"{where}: \"match\" must be a string")
+        raise ValueError(f'{where}: "match" must be a string')
     if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
-        raise ValueError(f"{where}: \"chunk\" must be a positive integer")
+        raise ValueError(f'{where}: "chunk" must be a positive integer')
     if finish not in ("stop", "length"):
-        raise ValueError(f"{where}: \"finish_reason\" must be \"stop\" or \"length\"")
+        raise ValueError(f'{where}: "finish_reason" must be "stop" or "length"')
     return ReplayRecord(output=output, match=match, chunk=chunk, finish_reason=finish)

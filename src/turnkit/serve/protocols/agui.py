@@ -49,8 +49,7 @@ def _content(content: Any, where: str) -> str | None:
         texts = []
         for j, part in enumerate(content):
             if not isinstance(part, Mapping) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise BadRequestError("only text content parts are supported (text-only models)",
-                                      param=f"{where}[{j}]")
+                raise BadRequestError("only text content parts are supported (text-only models)", param=f"{where}[{j}]")
             texts.append(part["text"])
         return "\n".join(texts)
     raise BadRequestError("content must be a string or a list of text parts", param=where)
@@ -158,12 +157,16 @@ class _Mapper:
     def _segment(self, seg: Segment) -> list[dict[str, Any]]:
         if seg.kind == "reasoning":
             if seg.action == "open":
-                return [{"type": "REASONING_START", "messageId": seg.id},
-                        {"type": "REASONING_MESSAGE_START", "messageId": seg.id, "role": "reasoning"}]
+                return [
+                    {"type": "REASONING_START", "messageId": seg.id},
+                    {"type": "REASONING_MESSAGE_START", "messageId": seg.id, "role": "reasoning"},
+                ]
             if seg.action == "delta":
                 return [{"type": "REASONING_MESSAGE_CONTENT", "messageId": seg.id, "delta": seg.text}]
-            return [{"type": "REASONING_MESSAGE_END", "messageId": seg.id},
-                    {"type": "REASONING_END", "messageId": seg.id}]
+            return [
+                {"type": "REASONING_MESSAGE_END", "messageId": seg.id},
+                {"type": "REASONING_END", "messageId": seg.id},
+            ]
         if seg.kind == "text":
             if seg.action == "open":
                 mid = new_id("msg") if self.used_message_id else self.message_id
@@ -176,8 +179,14 @@ class _Mapper:
             return [{"type": "TEXT_MESSAGE_END", "messageId": mid}]
         if seg.action == "open":
             self.used_message_id = True
-            return [{"type": "TOOL_CALL_START", "toolCallId": seg.id, "toolCallName": seg.name,
-                     "parentMessageId": self.message_id}]
+            return [
+                {
+                    "type": "TOOL_CALL_START",
+                    "toolCallId": seg.id,
+                    "toolCallName": seg.name,
+                    "parentMessageId": self.message_id,
+                }
+            ]
         if seg.action == "delta":
             return [{"type": "TOOL_CALL_ARGS", "toolCallId": seg.id, "delta": seg.text}]
         return [{"type": "TOOL_CALL_END", "toolCallId": seg.id}]
@@ -194,8 +203,16 @@ class _Mapper:
         if isinstance(event, StepDelta):
             return [e for seg in self.segments.feed(event.delta) for e in self._segment(seg)]
         if isinstance(event, ToolResult):
-            return [*self._close(), {"type": "TOOL_CALL_RESULT", "messageId": new_id("msg"),
-                                     "toolCallId": event.call_id, "content": event.content, "role": "tool"}]
+            return [
+                *self._close(),
+                {
+                    "type": "TOOL_CALL_RESULT",
+                    "messageId": new_id("msg"),
+                    "toolCallId": event.call_id,
+                    "content": event.content,
+                    "role": "tool",
+                },
+            ]
         if isinstance(event, StepFinished):
             usage = event.usage
             if usage is not None:
@@ -211,12 +228,18 @@ class _Mapper:
     def usage(self) -> list[dict[str, int]] | None:
         if not self.usage_seen:
             return None
-        return [{"inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
-                 "totalTokens": self.input_tokens + self.output_tokens}]
+        return [
+            {
+                "inputTokens": self.input_tokens,
+                "outputTokens": self.output_tokens,
+                "totalTokens": self.input_tokens + self.output_tokens,
+            }
+        ]
 
 
-async def stream_events(events: AsyncIterator[AgentEvent], thread_id: str, run_id: str, *,
-                        steps: bool) -> AsyncIterator[dict[str, Any]]:
+async def stream_events(
+    events: AsyncIterator[AgentEvent], thread_id: str, run_id: str, *, steps: bool
+) -> AsyncIterator[dict[str, Any]]:
     """The AG-UI events of one run (dicts in wire form), RUN_STARTED to RUN_FINISHED or RUN_ERROR."""
     mapper = _Mapper(steps)
     yield {"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}

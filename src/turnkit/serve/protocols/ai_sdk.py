@@ -160,8 +160,11 @@ class _Mapper:
 
     def _segment(self, seg: Segment) -> list[dict[str, Any]]:
         if seg.kind in ("reasoning", "text"):
-            return [_part(f"{seg.kind}-{'start' if seg.action == 'open' else 'end'}", id=seg.id)
-                    if seg.action != "delta" else _part(f"{seg.kind}-delta", id=seg.id, delta=seg.text)]
+            return [
+                _part(f"{seg.kind}-{'start' if seg.action == 'open' else 'end'}", id=seg.id)
+                if seg.action != "delta"
+                else _part(f"{seg.kind}-delta", id=seg.id, delta=seg.text)
+            ]
         if seg.action == "open":
             return [_part("tool-input-start", toolCallId=seg.id, toolName=seg.name)]
         if seg.action == "delta":
@@ -169,8 +172,15 @@ class _Mapper:
         try:
             value = json.loads(seg.text) if seg.text.strip() else {}
         except (ValueError, RecursionError) as exc:
-            return [_part("tool-input-error", toolCallId=seg.id, toolName=seg.name, input=seg.text,
-                          errorText=f"the arguments are not valid JSON: {exc}")]
+            return [
+                _part(
+                    "tool-input-error",
+                    toolCallId=seg.id,
+                    toolName=seg.name,
+                    input=seg.text,
+                    errorText=f"the arguments are not valid JSON: {exc}",
+                )
+            ]
         return [_part("tool-input-available", toolCallId=seg.id, toolName=seg.name, input=value)]
 
     def _close(self) -> list[dict[str, Any]]:

@@ -29,11 +29,30 @@ from turnkit.serve.backends._base import SamplingParams, Usage
 
 __all__ = ["parse_chat_request", "routes"]
 
-_KNOWN = frozenset({
-    "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "stream", "stream_options", "max_tokens",
-    "max_completion_tokens", "temperature", "top_p", "stop", "seed", "response_format", "chat_template_kwargs",
-    "n", "user", "metadata", "store", "logprobs",
-})
+_KNOWN = frozenset(
+    {
+        "model",
+        "messages",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "stream",
+        "stream_options",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+        "top_p",
+        "stop",
+        "seed",
+        "response_format",
+        "chat_template_kwargs",
+        "n",
+        "user",
+        "metadata",
+        "store",
+        "logprobs",
+    }
+)
 _DONE = b"data: [DONE]\n\n"
 _COMPACT = (",", ":")
 
@@ -79,8 +98,9 @@ def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]] | None:
             raise BadRequestError("a tool needs function.name (a non-empty string)", param=f"tools[{i}].function.name")
         parameters = function.get("parameters")
         if parameters is not None and not isinstance(parameters, dict):
-            raise BadRequestError("function.parameters must be a JSON schema object",
-                                  param=f"tools[{i}].function.parameters")
+            raise BadRequestError(
+                "function.parameters must be a JSON schema object", param=f"tools[{i}].function.parameters"
+            )
     return tools or None
 
 
@@ -100,8 +120,9 @@ def _tool_choice(body: Mapping[str, Any], tools: list[dict[str, Any]] | None) ->
         if name not in [t["function"]["name"] for t in tools or ()]:
             raise BadRequestError(f"tool_choice names {name!r}, which is not in tools", param="tool_choice")
         return choice
-    raise BadRequestError('tool_choice must be "auto", "none", "required" or {"type": "function", ...}',
-                          param="tool_choice")
+    raise BadRequestError(
+        'tool_choice must be "auto", "none", "required" or {"type": "function", ...}', param="tool_choice"
+    )
 
 
 def _stop(body: Mapping[str, Any]) -> tuple[str, ...] | None:
@@ -120,13 +141,15 @@ def _response_format(body: Mapping[str, Any]) -> dict[str, Any] | None:
     if fmt is None:
         return None
     if not isinstance(fmt, dict) or fmt.get("type") not in ("text", "json_object", "json_schema"):
-        raise BadRequestError('response_format.type must be "text", "json_object" or "json_schema"',
-                              param="response_format")
+        raise BadRequestError(
+            'response_format.type must be "text", "json_object" or "json_schema"', param="response_format"
+        )
     if fmt["type"] == "json_schema":
         spec = fmt.get("json_schema")
         if not isinstance(spec, dict) or not isinstance(spec.get("schema", {}), dict | bool):
-            raise BadRequestError("response_format.json_schema must be an object with a schema",
-                                  param="response_format.json_schema")
+            raise BadRequestError(
+                "response_format.json_schema must be an object with a schema", param="response_format.json_schema"
+            )
     return None if fmt["type"] == "text" else fmt
 
 
@@ -136,8 +159,9 @@ def parse_chat_request(body: Any) -> tuple[ChatRequest, bool, bool]:
         raise BadRequestError("the request body must be a JSON object")
     unknown = sorted(set(body) - _KNOWN)
     if unknown:
-        raise BadRequestError(f"unrecognized request argument: {unknown[0]}", param=unknown[0],
-                              code="unknown_parameter")
+        raise BadRequestError(
+            f"unrecognized request argument: {unknown[0]}", param=unknown[0], code="unknown_parameter"
+        )
     if "messages" not in body:
         raise BadRequestError("messages is required", param="messages", code="missing_parameter")
     model = body.get("model")
@@ -227,8 +251,14 @@ class _Wire:
         return sse_event(json.dumps(body))
 
     def envelope(self, kind: str, choices: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"id": self.id, "object": kind, "created": self.created, "model": self.model,
-                "system_fingerprint": None, "choices": choices}
+        return {
+            "id": self.id,
+            "object": kind,
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": None,
+            "choices": choices,
+        }
 
     def message(self, message: dict[str, Any]) -> dict[str, Any]:
         reasoning = message.pop("reasoning_content", None)
@@ -245,8 +275,11 @@ class _Wire:
 
 def _usage(usage: Usage | None) -> dict[str, int]:
     usage = usage or Usage()
-    return {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-            "total_tokens": usage.total_tokens}
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.total_tokens,
+    }
 
 
 def _error_event(error: ServeError) -> bytes:
@@ -288,8 +321,12 @@ def routes(gateway: Gateway) -> list[Route]:
             message = await run.complete()
         finally:
             await run.aclose()
-        choice: dict[str, Any] = {"index": 0, "message": wire.message(message), "logprobs": None,
-                                  "finish_reason": run.finish_reason}
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": wire.message(message),
+            "logprobs": None,
+            "finish_reason": run.finish_reason,
+        }
         if run.problems:
             choice["turnkit_problems"] = run.problems
         body = wire.envelope("chat.completion", [choice])
