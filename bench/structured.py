@@ -187,6 +187,41 @@ def run_turnkit(chunks: list[str]) -> Any:
     return s.value
 
 
+def run_turnkit_wire(chunks: list[str]) -> Any:
+    """run_turnkit plus the wire form of every chunk's operations (what a server sends per chunk)."""
+    _escape_memo.clear()
+    s = JsonStream()
+    feed = s.feed
+    encode = OpEncoder().encode
+    for chunk in chunks:
+        encode(feed(chunk))
+        s.value  # noqa: B018
+    encode(s.close())
+    return s.value
+
+
+def run_long_string(size: int, chunk: int = 4) -> None:
+    """One string of ``size`` characters streamed in ``chunk``-character pieces, the value read after each."""
+    s = JsonStream()
+    s.feed('{"story": "')
+    piece = "abc " * (chunk // 4) + "abcd"[: chunk % 4]
+    feed = s.feed
+    for _ in range(size // chunk):
+        feed(piece)
+        s.value  # noqa: B018
+    s.feed('"}')
+
+
+def wire_ratio(chunks: list[str], repeat: int) -> tuple[float, float]:
+    """(parse seconds, parse + OpEncoder seconds): medians of interleaved samples (same load for both)."""
+    parse: list[float] = []
+    wire: list[float] = []
+    for _ in range(repeat):
+        parse.append(timed(lambda: run_turnkit(chunks), 1))
+        wire.append(timed(lambda: run_turnkit_wire(chunks), 1))
+    return statistics.median(parse), statistics.median(wire)
+
+
 def run_turnkit_latencies(chunks: list[str]) -> list[int]:
     _escape_memo.clear()
     s = JsonStream()
@@ -389,6 +424,20 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"  per-update wall time at {biggest} (feed + value): p50 {p50:.2f} us, p99 {p99:.2f} us (target p99 <= 20)"
         )
+
+    print("\nWire path: feed + value + OpEncoder.encode of every chunk's operations, against feed + value")
+    for label, size, kind, text in rows:
+        if size > 100_000:
+            continue
+        chunks = chunks_of(make_document(size, kind=kind, text=text), args.chunk)
+        parse, wire = wire_ratio(chunks, args.repeat)
+        ratio = wire / parse
+        print(f"  {label:>15}: parse {parse:.4f} s, with the wire form {wire:.4f} s: {ratio:.2f}x (target <= 1.5)")
+
+    print("\nOne long string, value read after every chunk (linear: time per MB stays flat)")
+    for size in (262_144, 2_097_152) if not args.quick else (131_072, 524_288):
+        seconds = timed(lambda n=size: run_long_string(n, args.chunk), 1)  # type: ignore[misc]
+        print(f"  {size:>9,} characters: {seconds:.3f} s, {seconds / size * 1e6:.3f} s per million characters")
 
     print("\nEncoded operations (wire form, UTF-8 bytes) / document bytes")
     for label, size, kind, text in rows:
