@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from turnkit.structured._partial_codegen import partial_types_module
+from turnkit.structured._partial_ops import PartialMarkers
 from turnkit.structured._partials import FieldState, partial_model
 from turnkit.structured._patch import apply_patch, coalesce_ops
 from turnkit.structured._policies import ItemsWhenComplete, RequireFields, Stream, WhenComplete, WithState
@@ -26,6 +27,7 @@ __all__ = [
     "Op",
     "OpDecoder",
     "OpEncoder",
+    "PartialMarkers",
     "PathMap",
     "RequireFields",
     "Stream",
