@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from turnkit.structured._downgrade import Rfc6902Downgrader, to_rfc6902
 from turnkit.structured._partial_codegen import partial_types_module
 from turnkit.structured._partial_ops import PartialMarkers
 from turnkit.structured._partials import FieldState, partial_model
@@ -30,6 +31,7 @@ __all__ = [
     "PartialMarkers",
     "PathMap",
     "RequireFields",
+    "Rfc6902Downgrader",
     "Stream",
     "StructuredStream",
     "Transform",
@@ -43,4 +45,5 @@ __all__ = [
     "loads_partial",
     "partial_model",
     "partial_types_module",
+    "to_rfc6902",
 ]
