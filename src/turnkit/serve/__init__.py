@@ -1,0 +1,1 @@
+"""turnkit's server (``turnkit[serve]``)."""
