@@ -38,7 +38,7 @@ from turnkit._json import json_copy
 from turnkit.errors import LimitExceededError, TurnkitError, UsageError
 from turnkit.structured import JsonStream, Op, PartialMarkers, Rfc6902Downgrader, StructuredStream, coalesce_ops
 from turnkit.structured._live_document import LiveDocument
-from turnkit.structured._wire import _value_json
+from turnkit.structured._wire import _encode_str, _value_json
 
 __all__ = [
     "SyncEvent",
@@ -73,7 +73,15 @@ class SyncEvent:
     def data(self) -> str:
         data = self._data
         if data is None:
-            data = self._data = _value_json(self.payload)
+            payload = self.payload
+            if self.kind == "patch" and len(payload) == 1:  # the usual batch: one op with a string value
+                op = payload[0]
+                name, path, value = op.get("op"), op.get("path"), op.get("value")
+                if len(op) == 3 and type(name) is str and type(path) is str and type(value) is str:
+                    data = f'[{{"op":{_encode_str(name)},"path":{_encode_str(path)},"value":{_encode_str(value)}}}]'
+            if data is None:
+                data = _value_json(payload)
+            self._data = data
         return data
 
     @property
