@@ -20,7 +20,7 @@ import pytest
 from tests.chunking import random_chunks
 from tests.corpora import REPO_ROOT, corpus_path
 from turnkit._json import escape_token
-from turnkit.structured import JsonStream, PartialMarkers
+from turnkit.structured import JsonStream, OpEncoder, PartialMarkers
 
 JS = REPO_ROOT / "src" / "turnkit" / "serve" / "static" / "turnkit.js"
 TESTS = Path(__file__).parent / "js"
@@ -58,6 +58,7 @@ def _fixture() -> list[dict[str, Any]]:
     for n, text in enumerate(texts):
         for cut in range(3):
             marked = PartialMarkers(JsonStream())
+            encoder = OpEncoder()
             steps = []
             pieces = random_chunks(text, rng, max_size=[1, 4, 13][cut])
             for piece in [*pieces, None]:
@@ -65,6 +66,7 @@ def _fixture() -> list[dict[str, Any]]:
                 stream = marked.stream
                 partial = _partial_paths(marked)
                 step = {"ops": ops, "annotated": stream.annotated(), "value": stream.value, "partial": partial}
+                step["compact"] = encoder.encode(ops)
                 steps.append(json.loads(json.dumps(step)))  # now: the stream's value is live
             streams.append({"name": f"text {n} cut {cut}", "steps": steps})
     return streams

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from tests.structured.test_properties import _chunked
 from turnkit.errors import IncompleteInputError, JsonPatchError, LimitExceededError, ParseError, UsageError
 from turnkit.serve._sync import SyncEvent, SyncRegistry, SyncRun, parse_last_event_id
-from turnkit.structured import JsonStream, StructuredStream, apply_patch
+from turnkit.structured import JsonStream, OpDecoder, StructuredStream, apply_patch
 
 
 def _canon(value: Any) -> str:
@@ -25,16 +25,25 @@ def _canon(value: Any) -> str:
 class Client:
     """A client as docs/sync.md describes it: snapshot replaces, patch applies, end ends; remembers the last id."""
 
-    def __init__(self) -> None:
+    def __init__(self, compact: bool = False) -> None:
+        self.decoder = OpDecoder() if compact else None
         self.doc: Any = None
         self.last: int | None = None
         self.end: Any = None
         self.kinds: list[str] = []
 
+    def connect(self) -> None:
+        if self.decoder is not None:
+            self.decoder = OpDecoder()  # the compact form starts afresh on every connection
+
     def take(self, events: list[SyncEvent]) -> None:
         for event in events:
-            data = json.loads(event.data)  # through the wire text, as a browser gets it
+            if event.kind == "patch" and self.decoder is not None:
+                data: Any = self.decoder.decode(event.data)
+            else:
+                data = json.loads(event.data)  # through the wire text, as a browser gets it
             if event.kind == "snapshot":
+                self.connect()
                 self.doc = data
             elif event.kind == "patch":
                 assert self.last is not None and event.seq > self.last
@@ -72,15 +81,17 @@ def _uninterrupted(pieces: list[str], markers: bool) -> tuple[Any, Any]:
     st.lists(st.sampled_from(["read", "read", "read", "drop", "resume", "none"]), min_size=1, max_size=60),
     st.integers(1, 40),
     st.booleans(),
+    st.booleans(),
 )
 def test_resume_from_last_seq_rebuilds_the_uninterrupted_value(
-    doc: tuple[str, list[str]], actions: list[str], log_events: int, markers: bool
+    doc: tuple[str, list[str]], actions: list[str], log_events: int, markers: bool, compact: bool
 ) -> None:
     pieces = doc[1]
     expected_doc, expected_end = _uninterrupted(pieces, markers)
-    run = SyncRun(source=JsonStream(), markers=markers, max_log_events=log_events)
-    client = Client()
-    sub = run.subscribe()
+    run = SyncRun(source=JsonStream(), markers=markers, max_log_events=log_events, subscriber_events=3)
+    encoding: Any = "compact" if compact else "ops"
+    client = Client(compact)
+    sub = run.subscribe(encoding=encoding)
     for i, piece in enumerate(pieces):
         action = actions[i % len(actions)]
         if action == "drop" and sub is not None:
@@ -88,7 +99,8 @@ def test_resume_from_last_seq_rebuilds_the_uninterrupted_value(
             sub = None
         elif action == "resume" and sub is None:
             replay = run.events_after(client.last) if client.last is not None else None
-            sub = run.subscribe(client.last)
+            client.connect()
+            sub = run.subscribe(client.last, encoding=encoding)
             events = sub.ready()
             if replay is None:  # evicted (or never connected): a fresh snapshot first
                 assert events and events[0].kind == "snapshot"
@@ -107,7 +119,8 @@ def test_resume_from_last_seq_rebuilds_the_uninterrupted_value(
         except Exception:
             pass
     if sub is None:
-        sub = run.subscribe(client.last)
+        client.connect()
+        sub = run.subscribe(client.last, encoding=encoding)
     client.take(sub.ready())
     assert _canon(client.doc) == _canon(expected_doc) == _canon(run.value)
     assert client.end == expected_end

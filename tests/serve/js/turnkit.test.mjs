@@ -7,7 +7,7 @@ import { test } from "node:test";
 import { pathToFileURL } from "node:url";
 
 const tk = await import(pathToFileURL(process.env.TURNKIT_JS).href);
-const { applyOps, JsonPatchError, subscribe, partialPaths, withoutMarkers } = tk;
+const { applyOps, JsonPatchError, OpDecoder, subscribe, partialPaths, withoutMarkers } = tk;
 const readJson = (path) => JSON.parse(readFileSync(path, "utf8"));
 const canon = (value) => JSON.stringify(value, (key, v) =>
   v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v);
@@ -67,7 +67,9 @@ test("streams made by Python: applyOps rebuilds annotated() and partialPaths mat
   let steps = 0;
   for (const stream of fixture) {
     let doc = null;
+    const decoder = new OpDecoder();
     for (const step of stream.steps) {
+      assert.deepEqual(decoder.decode(step.compact), step.ops, stream.name);
       doc = applyOps(doc, step.ops);
       assert.equal(canon(doc), canon(step.annotated), stream.name);
       assert.deepEqual(partialPaths(doc), step.partial, stream.name);
@@ -124,4 +126,20 @@ test("subscribe: snapshot, patches, end; resume id in the URL; a bad patch recon
   assert.ok(second.closed && sub.done);
   assert.deepEqual(values.map((v) => v.t), ["He", "Hello", "Hello!"]);
   assert.deepEqual(sub.partial, []);
+});
+
+test("subscribe with encoding compact: decoder reset per connection and at snapshots", () => {
+  FakeEventSource.instances = [];
+  const sub = subscribe("/s?x=1", {}, { EventSource: FakeEventSource, encoding: "compact", lastEventId: "r:3" });
+  const es = FakeEventSource.instances[0];
+  assert.equal(es.url, "/s?x=1&encoding=compact&lastEventId=r%3A3");
+  es.emit("open", null, "");
+  es.emit("snapshot", null, 3);
+  es.emit("patch", [{ v: {} }, ["/t", "a"]], 4);
+  es.emit("patch", ["b", ["/u", 1]], 5);
+  assert.deepEqual(sub.value, { t: "ab", u: 1 });
+  es.emit("open", null, "");  // a reconnect: the server starts a new encoder
+  es.emit("patch", [{ o: "+", p: "/t", v: "c" }], 6);
+  assert.deepEqual(sub.value, { t: "abc", u: 1 });
+  assert.equal(sub.seq, 6);
 });

@@ -278,6 +278,75 @@ export function applyOps(doc, ops) {
   return batch.doc;
 }
 
+const OP_NAMES = { a: "add", r: "replace", x: "remove", "+": "append", m: "move", c: "copy", t: "test" };
+const SHORT_KEYS = { o: "op", p: "path", v: "value", f: "from" };
+
+function absolutePath(previous, relative, index) {
+  const m = /^([0-9]+)((?:\/[\s\S]*)?)$/.exec(relative);
+  if (!m) throw new JsonPatchError(`'p' ${JSON.stringify(relative)} is neither a pointer nor relative`, index);
+  const drop = Number(m[1]);
+  const tokens = previous ? previous.split("/") : [""];
+  if (drop >= tokens.length) throw new JsonPatchError(`'p' ${JSON.stringify(relative)} goes above the root`, index);
+  return tokens.slice(0, tokens.length - drop).join("/") + m[2];
+}
+
+/**
+ * Decodes the compact wire form (turnkit.structured.OpEncoder; `?encoding=compact`) batch by batch,
+ * carrying the op and path from one batch to the next: one decoder per connection, reset at a snapshot.
+ */
+export class OpDecoder {
+  constructor() {
+    this.reset();
+  }
+
+  reset() {
+    this.op = "add";
+    this.path = "";
+  }
+
+  decode(textOrItems) {
+    const items = typeof textOrItems === "string" ? JSON.parse(textOrItems) : textOrItems;
+    if (!Array.isArray(items)) throw new JsonPatchError("encoded operations must be a JSON array");
+    const ops = [];
+    items.forEach((item, index) => {
+      if (typeof item === "string") {
+        ops.push({ op: "append", path: this.path, value: item });
+        return;
+      }
+      if (Array.isArray(item)) {
+        if (item.length < 1 || item.length > 2 || typeof item[0] !== "string") {
+          throw new JsonPatchError("an array is [path] or [path, value]", index);
+        }
+        let path = item[0];
+        if (path && path[0] !== "/") path = absolutePath(this.path, path, index);
+        this.path = path;
+        const op = { op: this.op, path };
+        if (item.length === 2) op.value = item[1];
+        ops.push(op);
+        return;
+      }
+      if (!isObject(item)) throw new JsonPatchError("an encoded operation is an object, an array or a string", index);
+      const op = {};
+      for (const key of Object.keys(item)) {
+        if (!hasOwn(SHORT_KEYS, key)) throw new JsonPatchError(`unknown member ${JSON.stringify(key)}`, index);
+        op[SHORT_KEYS[key]] = item[key];
+      }
+      let name = hasOwn(op, "op") ? op.op : this.op;
+      let path = hasOwn(op, "path") ? op.path : this.path;
+      if (typeof name !== "string" || typeof path !== "string") throw new JsonPatchError("'o' and 'p' must be strings", index);
+      name = hasOwn(OP_NAMES, name) ? OP_NAMES[name] : name;
+      if (path && path[0] !== "/") path = absolutePath(this.path, path, index);
+      this.op = name;
+      this.path = path;
+      const out = { op: name, path };
+      if (hasOwn(op, "value")) out.value = op.value;
+      if (hasOwn(op, "from")) out.from = op.from;
+      ops.push(out);
+    });
+    return ops;
+  }
+}
+
 /**
  * The JSON Pointers still being written, read from the `$partial` markers (runs published with markers):
  * every open object, and each member its marker names. Root first.
@@ -330,6 +399,7 @@ export function withoutMarkers(value, marker = "$partial") {
  *                                 CONNECTING) and operations that do not apply (it then reconnects
  *                                 without an id, so the server sends a fresh snapshot)
  * Options: lastEventId (resume from a seq: sent as ?lastEventId=), marker ("$partial"),
+ *          encoding: "compact" (asks for ?encoding=compact, the OpEncoder wire form, and decodes it),
  *          EventSource (a constructor, for Node or tests), withCredentials.
  * Returns the subscription: {value, seq, done, partial, close()}.
  */
@@ -351,21 +421,28 @@ export function subscribe(url, handlers = {}, options = {}) {
     },
   };
   let source = null;
+  const compact = options.encoding === "compact";
+  const decoder = compact ? new OpDecoder() : null;
+  const base = compact ? `${url}${url.includes("?") ? "&" : "?"}encoding=compact` : url;
   const withId = (id) => {
-    if (id === null || id === undefined || id === "") return url;
-    return `${url}${url.includes("?") ? "&" : "?"}lastEventId=${encodeURIComponent(id)}`;
+    if (id === null || id === undefined || id === "") return base;
+    return `${base}${base.includes("?") ? "&" : "?"}lastEventId=${encodeURIComponent(id)}`;
   };
   const seqOf = (event) => (event.lastEventId === "" ? sub.seq : Number(event.lastEventId.split(":").pop()));
   const open = (id) => {
     source = new Source(withId(id), options.withCredentials ? { withCredentials: true } : undefined);
+    // every connection (EventSource's own reconnects included) starts the compact form afresh
+    source.addEventListener("open", () => decoder && decoder.reset());
     source.addEventListener("snapshot", (event) => {
+      if (decoder) decoder.reset();
       sub.value = JSON.parse(event.data);
       sub.seq = seqOf(event);
       if (onValue) onValue(sub.value, sub);
     });
     source.addEventListener("patch", (event) => {
-      const ops = JSON.parse(event.data);
+      let ops;
       try {
+        ops = decoder ? decoder.decode(event.data) : JSON.parse(event.data);
         sub.value = applyOps(sub.value, ops);
       } catch (error) {
         if (onError) onError(error, sub);
