@@ -356,3 +356,22 @@ def test_cancelling_the_producer_task_cancels_the_run() -> None:
 
     run = asyncio.run(main())
     assert run.end_event is not None and run.end_event.payload["error"]["code"] == "cancelled"
+
+
+def test_publishing_one_long_string_is_linear() -> None:
+    import time
+
+    def run_once(n: int) -> float:
+        run = SyncRun(source=JsonStream())
+        sub = run.subscribe()
+        t0 = time.process_time()
+        run.feed('{"story": "')
+        for _ in range(n):
+            run.feed("abcd")
+            for event in sub.ready():
+                event.data  # noqa: B018
+        return time.process_time() - t0
+
+    small = min(run_once(5_000) for _ in range(3))
+    large = min(run_once(20_000) for _ in range(3))
+    assert large < 8 * max(small, 1e-3), (small, large)  # quadratic would be ~16x
