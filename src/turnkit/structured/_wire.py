@@ -53,25 +53,24 @@ class OpEncoder:
     def encode(self, ops: Sequence[Op]) -> str:
         """One batch as a compact JSON array (UTF-8 friendly: non-ASCII text is not escaped)."""
         # Fast path: the batch of nearly every chunk of a streamed string, one plain append to the
-        # previous path, is a bare JSON string; json's C string encoder writes it exactly as dumps would.
+        # previous path (the parser reuses the path object, so identity is the cheap first test), is a
+        # bare JSON string, written by json's C string encoder exactly as dumps would (it refuses a
+        # non-string value with TypeError: the general path below then reports it).
         # The next commonest, one value added at a new path with the carried op, is ``[[P,V]]``.
         # (Exactly the three members, so no "from"; anything unusual goes the general way below.)
         if len(ops) == 1:
             op = ops[0]
             try:
                 path = op["path"]
-                name = op["op"]
-                value = op["value"]
+                if path is self._path and op["op"] == "append" and len(op) == 3:
+                    return f"[{_encode_str(op['value'])}]"
+                if path != self._path and op["op"] == self._op and len(op) == 3 and "value" in op:
+                    if type(path) is str and path.startswith("/"):
+                        encoded = f"[[{_encode_str(_relative(self._path, path))},{_value_json(op['value'])}]]"
+                        self._path = path
+                        return encoded
             except (KeyError, TypeError, IndexError):
                 pass
-            else:
-                if path == self._path:
-                    if name == "append" and type(value) is str and len(op) == 3:
-                        return f"[{_encode_str(value)}]"
-                elif name == self._op and len(op) == 3 and type(path) is str and path[:1] == "/":
-                    encoded = f"[[{_encode_str(_relative(self._path, path))},{_value_json(value)}]]"
-                    self._path = path
-                    return encoded
         elif not ops:
             return "[]"
         # Each element is written on its own and joined: no intermediate list of items for dumps to walk.
@@ -210,20 +209,28 @@ _RELATIVE = re.compile(r"([0-9]+)((?:/.*)?)", re.DOTALL)
 def _relative(previous: str, path: str) -> str:
     """``path`` relative to ``previous`` (``"<k><suffix>"``) when that is shorter, else ``path`` itself.
 
-    ``k`` is the fewest tokens to drop from ``previous`` to reach an ancestor of (or equal to) ``path``:
-    found by walking up ``previous`` (siblings and children, the usual case, take one or two steps).
+    ``k`` is the fewest tokens to drop from ``previous`` to reach an ancestor of (or equal to) ``path``.
+    The usual cases, a child (``k = 0``) and a sibling (``k = 1``), are tested first; otherwise walk up.
     """
-    base = previous
-    drop = 0
-    while True:
-        n = len(base)
-        if path.startswith(base) and (len(path) == n or path[n] == "/"):
-            relative = f"{drop}{path[n:]}"
-            return relative if len(relative) < len(path) else path
-        if not base:  # pragma: no cover - every pointer starts with "" followed by "/"
-            return path
-        base = base[: base.rfind("/")]
-        drop += 1
+    n = len(previous)
+    if path.startswith(previous) and (len(path) == n or path[n] == "/"):
+        relative = "0" + path[n:]
+    else:
+        cut = previous.rfind("/")
+        if cut >= 0 and path.startswith(previous[:cut]) and (len(path) == cut or path[cut] == "/"):
+            relative = "1" + path[cut:]
+        else:
+            base = previous[:cut]
+            drop = 1
+            while True:  # every pointer starts with "" followed by "/": base "" always matches
+                cut = base.rfind("/")
+                base = base[:cut] if cut >= 0 else ""
+                drop += 1
+                n = len(base)
+                if path.startswith(base) and (len(path) == n or path[n] == "/"):
+                    relative = f"{drop}{path[n:]}"
+                    break
+    return relative if len(relative) < len(path) else path
 
 
 def _absolute(previous: str, relative: str, index: int) -> str:
