@@ -64,11 +64,23 @@ class OpEncoder:
                 path = op["path"]
                 if path is self._path and op["op"] == "append" and len(op) == 3:
                     return f"[{_encode_str(op['value'])}]"
-                if path != self._path and op["op"] == self._op and len(op) == 3 and "value" in op:
+                previous = self._path
+                if path != previous and op["op"] == self._op and len(op) == 3 and "value" in op:
                     if type(path) is str and path.startswith("/"):
-                        encoded = f"[[{_encode_str(_relative(self._path, path))},{_value_json(op['value'])}]]"
+                        # _relative's usual answers inline: a sibling of the previous path, or a child
+                        cut = previous.rfind("/")
+                        if cut > 0 and path.startswith(previous[: cut + 1]) and path.find("/", cut + 1) < 0:
+                            relative = "1" + path[cut:]
+                        elif path.startswith(previous) and path[len(previous)] == "/":
+                            relative = "0" + path[len(previous) :]
+                        else:
+                            relative = _relative(previous, path)
+                        if len(relative) >= len(path):
+                            relative = path
+                        value = op["value"]
+                        value_json = _encode_str(value) if type(value) is str else _value_json(value)
                         self._path = path
-                        return encoded
+                        return f"[[{_encode_str(relative)},{value_json}]]"
             except (KeyError, TypeError, IndexError):
                 pass
         elif not ops:
