@@ -189,13 +189,16 @@ def run_turnkit(chunks: list[str]) -> Any:
 
 
 def run_turnkit_wire(chunks: list[str]) -> Any:
-    """run_turnkit plus the wire form of every chunk's operations (what a server sends per chunk)."""
+    """run_turnkit plus the wire form of every chunk's operations (what a server sends per chunk; a chunk
+    that changed nothing, such as part of a key, sends nothing)."""
     _escape_memo.clear()
     s = JsonStream()
     feed = s.feed
     encode = OpEncoder().encode
     for chunk in chunks:
-        encode(feed(chunk))
+        ops = feed(chunk)
+        if ops:
+            encode(ops)
         s.value  # noqa: B018
     encode(s.close())
     return s.value

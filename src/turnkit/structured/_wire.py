@@ -36,6 +36,7 @@ __all__ = ["OpDecoder", "OpEncoder", "decode_ops", "encode_ops"]
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring
 """json's string encoder without ASCII escaping (C): what ``dumps(ensure_ascii=False)`` writes for a str."""
+_APPEND = "append"  # interned, like the parser's: an identity test (an equal copy takes the general path)
 _SHORT = {"o": "op", "p": "path", "v": "value", "f": "from"}
 _OP_CODE = {"add": "a", "replace": "r", "remove": "x", "append": "+", "move": "m", "copy": "c", "test": "t"}
 _OP_NAME = {code: name for name, code in _OP_CODE.items()}
@@ -62,7 +63,7 @@ class OpEncoder:
             op = ops[0]
             try:
                 path = op["path"]
-                if path is self._path and op["op"] == "append" and len(op) == 3:
+                if path is self._path and op["op"] is _APPEND and len(op) == 3:
                     return f"[{_encode_str(op['value'])}]"
                 previous = self._path
                 if path != previous and op["op"] == self._op and len(op) == 3 and "value" in op:
