@@ -375,3 +375,49 @@ def test_publishing_one_long_string_is_linear() -> None:
     small = min(run_once(5_000) for _ in range(3))
     large = min(run_once(20_000) for _ in range(3))
     assert large < 8 * max(small, 1e-3), (small, large)  # quadratic would be ~16x
+
+
+def test_structured_stream_runs_resume_to_the_same_value() -> None:
+    """Policies and a transform change what the client sees; resuming still rebuilds it exactly."""
+    import random
+    from typing import Annotated
+
+    from turnkit.structured import ItemsWhenComplete, PathMap, Transform, WhenComplete
+
+    class Item(BaseModel):
+        emoji: Annotated[str, WhenComplete()]
+        text: str
+
+    class Review(BaseModel):
+        summaryV2: Annotated[list[Item], ItemsWhenComplete()]
+        title: str = ""
+
+    items = [{"emoji": "🍽️", "text": "음식이 맛있어요"}, {"emoji": "🏠", "text": "멋져요"}]
+    text = json.dumps({"title": "맛집 리뷰", "summaryV2": items}, ensure_ascii=False)
+    rng = random.Random(7)
+    for trial in range(30):
+        transform = Transform(PathMap("/summaryV2/*/text", "/summary/*")) if trial % 2 else None  # v1 from v2
+        run = SyncRun(source=StructuredStream(Review, transform=transform), max_log_events=rng.choice([1, 3, 100]))
+        client = Client()
+        sub: Any = run.subscribe()
+        i = 0
+        while i < len(text):
+            step = rng.randint(1, 6)
+            run.feed(text[i : i + step])
+            i += step
+            roll = rng.random()
+            if roll < 0.2 and sub is not None:
+                sub.close()
+                sub = None
+            elif roll < 0.4 and sub is None:
+                sub = run.subscribe(client.last)
+            if sub is not None and rng.random() < 0.7:
+                client.take(sub.ready())
+        end = run.close()
+        if sub is None:
+            sub = run.subscribe(client.last)
+        client.take(sub.ready())
+        assert client.doc == run.value
+        assert client.end == end.payload == {"value": Review.model_validate_json(text).model_dump(mode="json")}
+        if transform is not None:
+            assert client.doc["summary"] == ["음식이 맛있어요", "멋져요"]
