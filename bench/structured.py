@@ -2,6 +2,7 @@
 
     python bench/structured.py            # 1 KB, 10 KB, 100 KB, 1 MB; every peer
     python bench/structured.py --quick    # 1 KB, 10 KB, 100 KB only
+    python bench/structured.py --wire-only  # the wire-path ratio and the long-string reads only
 
 The report documents draw their texts from a few repeating sentences; "100 KB fresh" is the same
 kind of document written with text that never repeats (see FreshText), so that nothing that
@@ -187,6 +188,44 @@ def run_turnkit(chunks: list[str]) -> Any:
     return s.value
 
 
+def run_turnkit_wire(chunks: list[str]) -> Any:
+    """run_turnkit plus the wire form of every chunk's operations (what a server sends per chunk; a chunk
+    that changed nothing, such as part of a key, sends nothing)."""
+    _escape_memo.clear()
+    s = JsonStream()
+    feed = s.feed
+    encode = OpEncoder().encode
+    for chunk in chunks:
+        ops = feed(chunk)
+        if ops:
+            encode(ops)
+        s.value  # noqa: B018
+    encode(s.close())
+    return s.value
+
+
+def run_long_string(size: int, chunk: int = 4) -> None:
+    """One string of ``size`` characters streamed in ``chunk``-character pieces, the value read after each."""
+    s = JsonStream()
+    s.feed('{"story": "')
+    piece = "abc " * (chunk // 4) + "abcd"[: chunk % 4]
+    feed = s.feed
+    for _ in range(size // chunk):
+        feed(piece)
+        s.value  # noqa: B018
+    s.feed('"}')
+
+
+def wire_ratio(chunks: list[str], repeat: int) -> tuple[float, float]:
+    """(parse seconds, parse + OpEncoder seconds): medians of interleaved samples (same load for both)."""
+    parse: list[float] = []
+    wire: list[float] = []
+    for _ in range(repeat):
+        parse.append(timed(lambda: run_turnkit(chunks), 1))
+        wire.append(timed(lambda: run_turnkit_wire(chunks), 1))
+    return statistics.median(parse), statistics.median(wire)
+
+
 def run_turnkit_latencies(chunks: list[str]) -> list[int]:
     _escape_memo.clear()
     s = JsonStream()
@@ -321,75 +360,93 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement below 1 MB (median)")
     parser.add_argument("--budget", type=float, default=30.0, help="skip a peer whose projected time exceeds this")
     parser.add_argument("--chunk", type=int, default=4, help="characters per chunk")
+    parser.add_argument("--wire-only", action="store_true", help="only the wire-path ratio and long-string reads")
     args = parser.parse_args(argv)
 
     rows = [r for r in ROWS if not (args.quick and r[1] >= 1_000_000)]
-    print(
-        f"Python {sys.version.split()[0]}, {args.chunk}-character chunks, value read after every chunk; CPU seconds\n"
-    )
-    header = (
-        f"{'document':>15} {'chars':>8} {'bytes':>8} {'chunks':>7} | {'runner':<20} {'time (s)':>9} "
-        f"{'MB/s':>7} {'x turnkit':>10}"
-    )
-    print(header)
-    print("-" * len(header))
-    results: dict[str, dict[str, float]] = {}
-    nbytes_of: dict[str, int] = {}
-    latencies: list[int] = []
-    last_time: dict[str, tuple[float, int]] = {}  # peer -> (seconds, size) of its last run, to project
-    for label, size, kind, text in rows:
-        doc = make_document(size, kind=kind, text=text)
-        chunks = chunks_of(doc, args.chunk)
-        nbytes = nbytes_of[label] = len(doc.encode())
-        expected = json.loads(doc)
-        repeat = 1 if size >= 1_000_000 else args.repeat
-        row: dict[str, float] = {}
-        assert run_turnkit(chunks) == expected
-        row["turnkit"] = timed(lambda c=chunks: run_turnkit(c), repeat)  # type: ignore[misc]
-        row["json.loads (floor)"] = timed(lambda d=doc: run_json_floor(d), max(repeat, 5))  # type: ignore[misc]
-        for name, runner in PEERS.items():
-            seen = last_time.get(name)
-            if seen is not None and seen[0] * (size / seen[1]) ** 2 > args.budget:
-                row[name] = math.nan
-                continue
-            try:
-                runner(chunks[: max(1, len(chunks) // 50)])  # warm-up and import
-            except ImportError:
-                row[name] = math.nan
-                continue
-            row[name] = timed(lambda c=chunks, r=runner: r(c), 1 if size >= 100_000 else args.repeat)  # type: ignore[misc]
-            if kind == "report":
-                last_time[name] = (row[name], size)
-        results[label] = row
-        for name, seconds in row.items():
-            lead = f"{label:>15} {len(doc):>8} {nbytes:>8} {len(chunks):>7} | {name:<20}"
-            if math.isnan(seconds):
-                print(f"{lead} {'skipped':>9}  (quadratic: projected > {args.budget:.0f} s, or not installed)")
-                continue
-            print(f"{lead} {seconds:>9.4f} {nbytes / seconds / 1e6:>7.2f} {seconds / row['turnkit']:>9.1f}x")
-        if size >= 1_000_000 or (args.quick and label == "100 KB"):
-            latencies = run_turnkit_latencies(chunks)
+    print(f"Python {sys.version.split()[0]}, {args.chunk}-character chunks, value read after every chunk; CPU seconds")
+    if not args.wire_only:
         print()
-
-    print("Summary (report documents)")
-    t10, t100 = results["10 KB"]["turnkit"], results["100 KB"]["turnkit"]
-    exponent = math.log(t100 / t10) / math.log(nbytes_of["100 KB"] / nbytes_of["10 KB"])
-    print(f"  turnkit total-time growth exponent 10 KB -> 100 KB: {exponent:.3f} (target <= 1.1)")
-    for label in ("100 KB", "100 KB fresh"):
-        jiter = results[label].get("jiter (re-parse)", math.nan)
-        print(f"  speedup vs jiter at {label}: {jiter / results[label]['turnkit']:.0f}x (target >= 200x)")
-    for label in results:
-        rate = nbytes_of[label] / results[label]["turnkit"] / 1e6
-        print(f"  turnkit throughput, {label}: {rate:.2f} MB/s (target >= 4)")
-    if latencies:
-        latencies.sort()
-        p50 = latencies[len(latencies) // 2] / 1000
-        p99 = latencies[int(len(latencies) * 0.99)] / 1000
-        biggest = "1 MB" if not args.quick else "100 KB"
-        print(
-            f"  per-update wall time at {biggest} (feed + value): p50 {p50:.2f} us, p99 {p99:.2f} us (target p99 <= 20)"
+        header = (
+            f"{'document':>15} {'chars':>8} {'bytes':>8} {'chunks':>7} | {'runner':<20} {'time (s)':>9} "
+            f"{'MB/s':>7} {'x turnkit':>10}"
         )
+        print(header)
+        print("-" * len(header))
+        results: dict[str, dict[str, float]] = {}
+        nbytes_of: dict[str, int] = {}
+        latencies: list[int] = []
+        last_time: dict[str, tuple[float, int]] = {}  # peer -> (seconds, size) of its last run, to project
+        for label, size, kind, text in rows:
+            doc = make_document(size, kind=kind, text=text)
+            chunks = chunks_of(doc, args.chunk)
+            nbytes = nbytes_of[label] = len(doc.encode())
+            expected = json.loads(doc)
+            repeat = 1 if size >= 1_000_000 else args.repeat
+            row: dict[str, float] = {}
+            assert run_turnkit(chunks) == expected
+            row["turnkit"] = timed(lambda c=chunks: run_turnkit(c), repeat)  # type: ignore[misc]
+            row["json.loads (floor)"] = timed(lambda d=doc: run_json_floor(d), max(repeat, 5))  # type: ignore[misc]
+            for name, runner in PEERS.items():
+                seen = last_time.get(name)
+                if seen is not None and seen[0] * (size / seen[1]) ** 2 > args.budget:
+                    row[name] = math.nan
+                    continue
+                try:
+                    runner(chunks[: max(1, len(chunks) // 50)])  # warm-up and import
+                except ImportError:
+                    row[name] = math.nan
+                    continue
+                row[name] = timed(lambda c=chunks, r=runner: r(c), 1 if size >= 100_000 else args.repeat)  # type: ignore[misc]
+                if kind == "report":
+                    last_time[name] = (row[name], size)
+            results[label] = row
+            for name, seconds in row.items():
+                lead = f"{label:>15} {len(doc):>8} {nbytes:>8} {len(chunks):>7} | {name:<20}"
+                if math.isnan(seconds):
+                    print(f"{lead} {'skipped':>9}  (quadratic: projected > {args.budget:.0f} s, or not installed)")
+                    continue
+                print(f"{lead} {seconds:>9.4f} {nbytes / seconds / 1e6:>7.2f} {seconds / row['turnkit']:>9.1f}x")
+            if size >= 1_000_000 or (args.quick and label == "100 KB"):
+                latencies = run_turnkit_latencies(chunks)
+            print()
 
+        print("Summary (report documents)")
+        t10, t100 = results["10 KB"]["turnkit"], results["100 KB"]["turnkit"]
+        exponent = math.log(t100 / t10) / math.log(nbytes_of["100 KB"] / nbytes_of["10 KB"])
+        print(f"  turnkit total-time growth exponent 10 KB -> 100 KB: {exponent:.3f} (target <= 1.1)")
+        for label in ("100 KB", "100 KB fresh"):
+            jiter = results[label].get("jiter (re-parse)", math.nan)
+            print(f"  speedup vs jiter at {label}: {jiter / results[label]['turnkit']:.0f}x (target >= 200x)")
+        for label in results:
+            rate = nbytes_of[label] / results[label]["turnkit"] / 1e6
+            print(f"  turnkit throughput, {label}: {rate:.2f} MB/s (target >= 4)")
+        if latencies:
+            latencies.sort()
+            p50 = latencies[len(latencies) // 2] / 1000
+            p99 = latencies[int(len(latencies) * 0.99)] / 1000
+            biggest = "1 MB" if not args.quick else "100 KB"
+            print(
+                f"  per-update wall time at {biggest} (feed + value): p50 {p50:.2f} us, "
+                f"p99 {p99:.2f} us (target p99 <= 20)"
+            )
+
+    print("\nWire path: feed + value + OpEncoder.encode of every chunk's operations, against feed + value")
+    for label, size, kind, text in rows:
+        if size > 100_000:
+            continue
+        chunks = chunks_of(make_document(size, kind=kind, text=text), args.chunk)
+        parse, wire = wire_ratio(chunks, args.repeat)
+        ratio = wire / parse
+        print(f"  {label:>15}: parse {parse:.4f} s, with the wire form {wire:.4f} s: {ratio:.2f}x (target <= 1.5)")
+
+    print("\nOne long string, value read after every chunk (linear: time per MB stays flat)")
+    for size in (262_144, 2_097_152) if not args.quick else (131_072, 524_288):
+        seconds = timed(lambda n=size: run_long_string(n, args.chunk), 1)  # type: ignore[misc]
+        print(f"  {size:>9,} characters: {seconds:.3f} s, {seconds / size * 1e6:.3f} s per million characters")
+
+    if args.wire_only:
+        return 0
     print("\nEncoded operations (wire form, UTF-8 bytes) / document bytes")
     for label, size, kind, text in rows:
         doc = make_document(size, kind=kind, text=text)

@@ -9,8 +9,10 @@
 
 from __future__ import annotations
 
+from turnkit.structured._downgrade import Rfc6902Downgrader, to_rfc6902
 from turnkit.structured._json_stream import JsonStream, loads, loads_partial
 from turnkit.structured._partial_codegen import partial_types_module
+from turnkit.structured._partial_ops import PartialMarkers
 from turnkit.structured._partials import FieldState, partial_model
 from turnkit.structured._patch import Op, apply_patch, coalesce_ops
 from turnkit.structured._policies import ItemsWhenComplete, RequireFields, Stream, WhenComplete, WithState
@@ -26,8 +28,10 @@ __all__ = [
     "Op",
     "OpDecoder",
     "OpEncoder",
+    "PartialMarkers",
     "PathMap",
     "RequireFields",
+    "Rfc6902Downgrader",
     "Stream",
     "StructuredStream",
     "Transform",
@@ -41,4 +45,5 @@ __all__ = [
     "loads_partial",
     "partial_model",
     "partial_types_module",
+    "to_rfc6902",
 ]

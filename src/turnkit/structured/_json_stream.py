@@ -267,12 +267,24 @@ class JsonStream:
     """The value so far (``None`` before it starts). Live and shared: treat it as read-only."""
 
     def _join_string(self) -> Any:
-        """Join the open long string's parts into its container; the value is current again."""
+        """Join the open long string's parts into its container; the value is current again.
+
+        The text so far is extended in place: with its other references (the parts list, the
+        container) dropped first, ``joined += tail`` lets CPython resize the one string instead of
+        copying it (``PyUnicode_Append`` on a string nobody else holds), so a read after every piece
+        costs the new text, not the string's length. (Where the caller still holds the old string, or
+        another interpreter, it is an ordinary copy: correct, only not amortised.)
+        """
         parts = self._sparts
-        # usually [text so far, one new piece]: '+' is cheaper than join for two
-        joined = parts[0] + parts[1] if len(parts) == 2 else "".join(parts)
-        self._sparts = [joined]
-        self._scont[self._skey] = joined  # type: ignore[index]
+        cont = self._scont
+        key = self._skey
+        joined = parts[0]
+        tail = parts[1] if len(parts) == 2 else "".join(parts[1:])
+        parts.clear()
+        cont[key] = None  # type: ignore[index]
+        joined += tail
+        parts.append(joined)
+        cont[key] = joined  # type: ignore[index]
         self.__dict__["value"] = value = self._box[0]
         return value
 

@@ -23,8 +23,9 @@ parser's first operation, ``{"op": "add", "path": "", "value": {}}``, encodes as
 from __future__ import annotations
 
 import json
+import json.encoder
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from turnkit.errors import JsonPatchError
@@ -32,6 +33,10 @@ from turnkit.structured._patch import Op
 
 __all__ = ["OpDecoder", "OpEncoder", "decode_ops", "encode_ops"]
 
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_encode_str: Callable[[str], str] = json.encoder.encode_basestring
+"""json's string encoder without ASCII escaping (C): what ``dumps(ensure_ascii=False)`` writes for a str."""
+_APPEND = "append"  # interned, like the parser's: an identity test (an equal copy takes the general path)
 _SHORT = {"o": "op", "p": "path", "v": "value", "f": "from"}
 _OP_CODE = {"add": "a", "replace": "r", "remove": "x", "append": "+", "move": "m", "copy": "c", "test": "t"}
 _OP_NAME = {code: name for name, code in _OP_CODE.items()}
@@ -48,7 +53,41 @@ class OpEncoder:
 
     def encode(self, ops: Sequence[Op]) -> str:
         """One batch as a compact JSON array (UTF-8 friendly: non-ASCII text is not escaped)."""
-        items: list[Any] = []
+        # Fast path: the batch of nearly every chunk of a streamed string, one plain append to the
+        # previous path (the parser reuses the path object, so identity is the cheap first test), is a
+        # bare JSON string, written by json's C string encoder exactly as dumps would (it refuses a
+        # non-string value with TypeError: the general path below then reports it).
+        # The next commonest, one value added at a new path with the carried op, is ``[[P,V]]``.
+        # (Exactly the three members, so no "from"; anything unusual goes the general way below.)
+        if len(ops) == 1:
+            op = ops[0]
+            try:
+                path = op["path"]
+                if path is self._path and op["op"] is _APPEND and len(op) == 3:
+                    return f"[{_encode_str(op['value'])}]"
+                previous = self._path
+                if path != previous and op["op"] == self._op and len(op) == 3 and "value" in op:
+                    if type(path) is str and path.startswith("/"):
+                        # _relative's usual answers inline: a sibling of the previous path, or a child
+                        cut = previous.rfind("/")
+                        if cut > 0 and path.startswith(previous[: cut + 1]) and path.find("/", cut + 1) < 0:
+                            relative = "1" + path[cut:]
+                        elif path.startswith(previous) and path[len(previous)] == "/":
+                            relative = "0" + path[len(previous) :]
+                        else:
+                            relative = _relative(previous, path)
+                        if len(relative) >= len(path):
+                            relative = path
+                        value = op["value"]
+                        value_json = _encode_str(value) if type(value) is str else _value_json(value)
+                        self._path = path
+                        return f"[[{_encode_str(relative)},{value_json}]]"
+            except (KeyError, TypeError, IndexError):
+                pass
+        elif not ops:
+            return "[]"
+        # Each element is written on its own and joined: no intermediate list of items for dumps to walk.
+        items: list[str] = []
         last_op = self._op
         last_path = self._path
         for index, op in enumerate(ops):
@@ -57,45 +96,65 @@ class OpEncoder:
                 path = op["path"]
             except (KeyError, TypeError):
                 raise JsonPatchError(f"operation {index} needs 'op' and 'path' members") from None
-            if not isinstance(path, str) or (path and path[0] != "/"):
+            if type(path) is not str or (path and path[0] != "/"):
                 raise JsonPatchError(f"operation {index}: 'path' must be a JSON Pointer, not {path!r}")
-            if path == last_path and name == "append" and "from" not in op:
+            has_from = "from" in op
+            if path == last_path and name == "append" and not has_from:
                 value = op.get("value")
-                if isinstance(value, str) and "value" in op:
-                    items.append(value)
+                if type(value) is str or isinstance(value, str) and "value" in op:
+                    items.append(_encode_str(value))
                     continue
-            if name == last_op and path != last_path and "from" not in op:
+            if name == last_op and path != last_path and not has_from:
                 # the short form of a new path with the carried op: [path, value] or [path]
-                short: list[Any] = [_relative(last_path, path)]
-                if "value" in op:
-                    short.append(op["value"])
-                items.append(short)
+                relative = _encode_str(_relative(last_path, path))
+                items.append(f"[{relative},{_value_json(op['value'])}]" if "value" in op else f"[{relative}]")
                 last_path = path
                 continue
-            item: dict[str, Any] = {}
+            item: list[str] = []
             if name != last_op:
                 if isinstance(name, str):
                     if name in _OP_NAME:  # a code as a name would not round-trip
                         raise JsonPatchError(f"operation {index}: op {name!r} is not a JSON Patch operation")
-                    item["o"] = _OP_CODE.get(name, name)
+                    item.append('"o":' + _encode_str(_OP_CODE.get(name, name)))
                 else:
-                    item["o"] = name
+                    item.append('"o":' + _value_json(name))
                 last_op = name
             if path != last_path:
-                item["p"] = _relative(last_path, path)
+                item.append('"p":' + _encode_str(_relative(last_path, path)))
                 last_path = path
             if "value" in op:
-                item["v"] = op["value"]
-            if "from" in op:
-                item["f"] = op["from"]
-            items.append(item)
-        try:
-            encoded = json.dumps(items, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        except ValueError:
-            encoded = _OUT_OF_RANGE.sub(_finite, json.dumps(items, ensure_ascii=False, separators=(",", ":")))
+                item.append('"v":' + _value_json(op["value"]))
+            if has_from:
+                item.append('"f":' + _value_json(op["from"]))
+            items.append("{" + ",".join(item) + "}")
         self._op = last_op
         self._path = last_path
-        return encoded
+        return "[" + ",".join(items) + "]"
+
+
+def _value_json(value: Any) -> str:
+    """``value`` as compact JSON (``dumps(ensure_ascii=False)``), infinity as ``1e999``; NaN refused."""
+    kind = type(value)
+    if kind is str:
+        return _encode_str(value)
+    if kind is dict or kind is list:
+        if not value:
+            return "{}" if kind is dict else "[]"
+    elif kind is int:
+        return int.__repr__(value)
+    elif kind is float:
+        if value - value == 0.0:  # finite
+            return float.__repr__(value)
+    elif value is None:
+        return "null"
+    elif value is True:
+        return "true"
+    elif value is False:
+        return "false"
+    try:
+        return _dumps(value)
+    except ValueError:
+        return _OUT_OF_RANGE.sub(_finite, json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 class OpDecoder:
@@ -161,16 +220,29 @@ _RELATIVE = re.compile(r"([0-9]+)((?:/.*)?)", re.DOTALL)
 
 
 def _relative(previous: str, path: str) -> str:
-    """``path`` relative to ``previous`` (``"<k><suffix>"``) when that is shorter, else ``path`` itself."""
-    old = previous.split("/")
-    new = path.split("/")
-    common = 0
-    limit = min(len(old), len(new))
-    while common < limit and old[common] == new[common]:
-        common += 1
-    if common == 0:  # only "" and a pointer differ in their first (empty) token
-        return path
-    relative = f"{len(old) - common}{'/' if common < len(new) else ''}{'/'.join(new[common:])}"
+    """``path`` relative to ``previous`` (``"<k><suffix>"``) when that is shorter, else ``path`` itself.
+
+    ``k`` is the fewest tokens to drop from ``previous`` to reach an ancestor of (or equal to) ``path``.
+    The usual cases, a child (``k = 0``) and a sibling (``k = 1``), are tested first; otherwise walk up.
+    """
+    n = len(previous)
+    if path.startswith(previous) and (len(path) == n or path[n] == "/"):
+        relative = "0" + path[n:]
+    else:
+        cut = previous.rfind("/")
+        if cut >= 0 and path.startswith(previous[:cut]) and (len(path) == cut or path[cut] == "/"):
+            relative = "1" + path[cut:]
+        else:
+            base = previous[:cut]
+            drop = 1
+            while True:  # every pointer starts with "" followed by "/": base "" always matches
+                cut = base.rfind("/")
+                base = base[:cut] if cut >= 0 else ""
+                drop += 1
+                n = len(base)
+                if path.startswith(base) and (len(path) == n or path[n] == "/"):
+                    relative = f"{drop}{path[n:]}"
+                    break
     return relative if len(relative) < len(path) else path
 
 
