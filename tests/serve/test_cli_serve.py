@@ -123,13 +123,16 @@ def test_help_and_startup_errors(tmp_path: Path):
     assert result.returncode == 2 and "replay:FILE" in result.stderr
 
 
-def test_format_is_guessed_from_the_template(tmp_path: Path):
-    from turnkit.serve._detect import guess_format
+def test_format_is_detected_from_the_template(tmp_path: Path):
+    from turnkit.cli import CliError
+    from turnkit.cli.serve import _detected_format
 
     chatml = (REPO_ROOT / "src" / "turnkit" / "data" / "chatml-tools.jinja").read_text()
-    assert guess_format(chatml) == "hermes"
-    assert guess_format("{{ '<tool_call>\\n<function=x>\\n<parameter=y>' }}</tool_call>") == "qwen3_coder_xml"
-    assert guess_format("{{ messages }}") is None
+    assert _detected_format([chatml]) == "hermes"
+    qwen3_coder = "{{ '<tool_call>\\n<function=x>\\n<parameter=y>\\n1\\n</parameter>\\n</function>' }}</tool_call>"
+    assert _detected_format([qwen3_coder]) == "qwen3_coder_xml"
+    with pytest.raises(CliError, match="pass --format"):
+        _detected_format(["{{ messages }}"])
 
 
 def test_missing_extra_is_a_one_line_install_hint():

@@ -101,11 +101,25 @@ def load_tools(spec: str) -> dict[str, Any]:
     return tools
 
 
+def _detected_format(texts: list[str]) -> str:
+    """The built-in format the template's own markers name (turnkit.detect_format); a fallback is no answer."""
+    from turnkit import detect_format
+
+    detections = [detect_format(text) for text in texts]
+    found = [d for d in detections if d.source == "markers" and d.format is not None]
+    if not found:
+        reason = "; ".join(d.reason for d in detections)
+        raise CliError(
+            f"cannot tell the output format from the chat template's markers ({reason}); pass --format NAME "
+            "(list them with: turnkit formats)"
+        )
+    return str(found[0].format)
+
+
 def build_gateway(args: argparse.Namespace) -> Any:
     """The gateway the flags describe (start-up errors are CliError / TurnkitError, printed as one line)."""
     from turnkit import ChatTemplate, read_model_folder
     from turnkit.serve import Gateway, backend_from_spec, embedded_replay, embedded_template
-    from turnkit.serve._detect import guess_format
 
     template: Any
     texts: list[str]
@@ -131,12 +145,7 @@ def build_gateway(args: argparse.Namespace) -> Any:
         if not texts:
             fmt = "hermes"
         else:
-            fmt = guess_format("\n".join(texts))
-            if fmt is None:
-                raise CliError(
-                    "cannot tell the output format from the chat template's markers; pass --format NAME "
-                    "(list them with: turnkit parse --list-formats)"
-                )
+            fmt = _detected_format(texts)
     if args.backend:
         try:
             backend = backend_from_spec(args.backend)
