@@ -1,80 +1,118 @@
-"""Dependencies point one way (ARCHITECTURE.md): checked on the source, not by convention."""
+"""Dependencies point one way: the package table of ARCHITECTURE.md, read and enforced here, and no import cycles."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "turnkit"
 
-# area -> areas it must never import
-FORBIDDEN = {
-    "messages": {"render", "parse", "serve", "cli", "outputs", "structured"},
-    "render": {"parse", "serve", "cli", "outputs", "structured", "batch"},
-    "batch": {"serve", "cli"},
-    "tools": {"render", "parse", "serve", "cli", "outputs"},
-    "agent": {"serve", "cli"},
-    "parse": {"render", "serve", "cli", "outputs", "batch"},
-    "structured": {"render", "parse", "serve", "cli", "outputs", "tools"},
-    "outputs": {"render", "parse", "serve", "cli"},
-    "lint": {"parse", "serve", "cli", "outputs", "structured", "batch"},
-    "errors": {"render", "parse", "serve", "cli", "outputs", "structured", "tools", "messages"},
-    "limits": {"render", "parse", "serve", "cli", "outputs", "structured", "tools", "messages"},
-}
-
-# leaf area -> the only areas it may import
-LEAVES = {
-    "_json": {"errors"},
-    "_held": {"errors"},
-}
+ARCHITECTURE = PACKAGE.parent.parent / "ARCHITECTURE.md"
 
 
-def _area(path: Path) -> str:
-    rel = path.relative_to(PACKAGE)
-    return rel.parts[0].removesuffix(".py")
+def _rules() -> dict[str, tuple[str, set[str]]]:
+    """The package table of ARCHITECTURE.md: ``{module: ("only" | "deny", modules)}`` (dotted, without turnkit)."""
+    rules: dict[str, tuple[str, set[str]]] = {}
+    lines = iter(ARCHITECTURE.read_text(encoding="utf-8").splitlines())
+    for line in lines:
+        if line.startswith("| module |"):
+            break
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if set(cells[0]) <= set("-"):
+            continue
+        rule = cells[-1]
+        listed = {name.replace("/", ".") for name in re.findall(r"`([^`]+)`", rule)}
+        if rule.startswith("nothing"):
+            kind, listed = "only", set()
+        elif rule.startswith("only"):
+            kind = "only"
+        elif rule.startswith("anything but"):
+            kind = "deny"
+        else:
+            raise AssertionError(f"ARCHITECTURE.md: cannot read the import rule {rule!r}")
+        for name in re.findall(r"`([^`]+)`", cells[0]):
+            rules[name.replace("/", ".")] = (kind, listed)
+    return rules
 
 
-def _imported_areas(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _all_imports(path: Path) -> set[str]:
+    """Every turnkit module ``path`` imports, anywhere (a lazy import is a dependency too), without ``turnkit.``.
+
+    The root package itself (``from turnkit import X``) is ``""``.
+    """
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
     found = set()
-    for node in ast.walk(tree):
-        names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "turnkit" and len(parts) > 1:
-                found.add(parts[1])
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            # `from package import name` may import the submodule `name`: count both.
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        found.update(name.removeprefix("turnkit").removeprefix(".") for name in names if _within(name, "turnkit"))
     return found
 
 
-def test_imports_point_one_way():
+def test_architecture_table_is_read():
+    rules = _rules()
+    assert rules["errors"] == ("only", set()) and rules["_json"] == ("only", {"errors"})
+    assert rules["parse._schema"][0] == "deny" and "parse._engine" in rules["parse._schema"][1]
+    assert {"render", "parse", "structured", "outputs", "serve", "batch", "lint", "agent"} <= set(rules)
+
+
+def test_imports_follow_the_architecture_table():
+    """Each module obeys its own row of ARCHITECTURE.md and every row above it (its enclosing packages)."""
+    rules = _rules()
     violations = []
     for path in PACKAGE.rglob("*.py"):
-        area = _area(path)
-        for imported in _imported_areas(path) & FORBIDDEN.get(area, set()):
-            violations.append(f"{path.relative_to(PACKAGE)} imports turnkit.{imported}")
+        module = _module_name(path).removeprefix("turnkit").removeprefix(".")
+        for row, (kind, listed) in rules.items():
+            if not _within(module, row):
+                continue
+            for imported in _all_imports(path):
+                if imported == "" or imported.count(".") == 0 and imported not in rules and kind == "deny":
+                    # the root package (`from turnkit import X`), or a public name read from it
+                    if kind == "only":
+                        violations.append(f"{module} imports the turnkit root package (row {row!r}: only {listed})")
+                    continue
+                if _within(imported, row):
+                    continue
+                allowed = any(_within(imported, name) for name in listed)
+                if (kind == "only") != allowed:
+                    violations.append(f"{module} imports turnkit.{imported} (ARCHITECTURE.md row {row!r})")
     assert not violations, violations
 
 
-def test_leaf_modules_import_only_errors():
-    violations = []
-    for area, allowed in LEAVES.items():
-        path = PACKAGE / f"{area}.py"
-        assert path.is_file(), path
-        for imported in _imported_areas(path) - allowed:
-            violations.append(f"{area}.py imports turnkit.{imported}")
-    assert not violations, violations
+def test_every_module_has_a_row():
+    rules = _rules()
+    uncovered = []
+    for path in PACKAGE.rglob("*.py"):
+        module = _module_name(path).removeprefix("turnkit").removeprefix(".")
+        if module and not _within(module, "cli") and not any(_within(module, row) for row in rules):
+            uncovered.append(module)
+    assert not uncovered, f"add these to the package table of ARCHITECTURE.md: {sorted(uncovered)}"
 
 
 def test_nothing_imports_the_cli_or_server():
     for path in PACKAGE.rglob("*.py"):
-        area = _area(path)
-        if area in {"cli", "serve"}:
+        module = _module_name(path).removeprefix("turnkit").removeprefix(".")
+        if _within(module, "cli") or _within(module, "serve"):
             continue
-        assert not _imported_areas(path) & {"cli", "serve"}, path
+        imported = _all_imports(path)
+        assert not {name for name in imported if _within(name, "cli") or _within(name, "serve")}, path
 
 
 def test_import_turnkit_stays_light():
