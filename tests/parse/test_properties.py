@@ -8,62 +8,14 @@ for well-formed and broken output alike.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.parse.deltas import accumulate, without_flags
+from tests.parse.strategies import format_outputs
 from turnkit.parse import FormatSpec, OutputFormat, list_formats, load_format
-
-_SKIP_FIELDS = {"name", "description", "notes", "ids", "aliases"}
-
-
-def _markers(value: Any) -> set[str]:
-    found: set[str] = set()
-    if isinstance(value, str):
-        if value:
-            found.add(value)
-    elif isinstance(value, tuple):
-        for item in value:
-            found |= _markers(item)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for field in dataclasses.fields(value):
-            if field.name not in _SKIP_FIELDS:
-                found |= _markers(getattr(value, field.name))
-    return found
-
-
-_SNIPPETS = [
-    '{"name": "f", "arguments": {"a": 1}}',
-    '{"x": "y"}',
-    '[{"name": "g", "arguments": {}}]',
-    "f(a=1)",
-    '"',
-    "{",
-    "}",
-    "[",
-    "]",
-    "\n",
-    " ",
-    "name",
-    "=",
-    ">",
-    "<",
-    "call:f{k:1}",
-    "functions.f:0",
-    "1",
-    "\x00",
-    "\x00reject",
-    "\x01\x1f\x7f",
-]
-
-
-def _outputs(spec: FormatSpec) -> st.SearchStrategy[str]:
-    pieces = sorted(_markers(spec)) + _SNIPPETS
-    fragment = st.one_of(st.sampled_from(pieces), st.text(alphabet='ab <>{}"[]:,=\n\\\x00\x1b', max_size=6))
-    return st.lists(fragment, max_size=14).map("".join)
 
 
 def _cut(text: str, cuts: list[int]) -> list[str]:
@@ -112,7 +64,7 @@ def test_whole_calls_option_any_chunking(name: str) -> None:
     fmt = load_format(spec)
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(text=_outputs(spec), cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12))
+    @given(text=format_outputs(spec), cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12))
     def check(text: str, cuts: list[int]) -> None:
         whole = dict(fmt.parse(text))
         parser = fmt.stream()
@@ -141,7 +93,7 @@ def _check_any_chunking(fmt: OutputFormat, *, max_examples: int) -> None:
 
     @settings(max_examples=max_examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(
-        text=_outputs(fmt.spec),
+        text=format_outputs(fmt.spec),
         cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=12),
         prefixed=st.booleans(),
     )

@@ -9,7 +9,6 @@ only on a call's first delta, and the chunks joined equal the run's message.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,54 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from turnkit.parse import FormatSpec, list_formats, load_format
+from tests.parse.strategies import format_outputs
+from turnkit.parse import list_formats, load_format
 from turnkit.serve import BackendChunk, ChatRequest, Gateway, SamplingParams
 from turnkit.serve.protocols.openai_chat import _Wire
 
-_SKIP_FIELDS = {"name", "description", "notes", "ids", "aliases"}
-_SNIPPETS = [
-    '{"name": "f", "arguments": {"a": 1}}',
-    '{"x": "y"}',
-    '[{"name": "g", "arguments": {}}]',
-    "f(a=1)",
-    '"',
-    "{",
-    "}",
-    "[",
-    "]",
-    "\n",
-    " ",
-    "name",
-    "=",
-    ">",
-    "<",
-    "call:f{k:1}",
-    "functions.f:0",
-    "1",
-    "é\u2028",
-]
 TEMPLATE = "{% for m in messages %}{{ m.content }}{% endfor %}"
-
-
-def _markers(value: Any) -> set[str]:
-    found: set[str] = set()
-    if isinstance(value, str):
-        if value:
-            found.add(value)
-    elif isinstance(value, tuple):
-        for item in value:
-            found |= _markers(item)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for field in dataclasses.fields(value):
-            if field.name not in _SKIP_FIELDS:
-                found |= _markers(getattr(value, field.name))
-    return found
-
-
-def _outputs(spec: FormatSpec) -> st.SearchStrategy[str]:
-    pieces = sorted(_markers(spec)) + _SNIPPETS
-    fragment = st.one_of(st.sampled_from(pieces), st.text(alphabet='ab <>{}"[]:,=\n\\', max_size=6))
-    return st.lists(fragment, max_size=14).map("".join)
 
 
 class PiecesBackend:
@@ -131,7 +88,7 @@ def test_every_format_maps_the_same_under_any_chunking(name: str) -> None:
     fmt = load_format(name)
 
     @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(output=_outputs(fmt.spec), cuts=st.lists(st.integers(0, 10_000), max_size=12), drop=st.booleans())
+    @given(output=format_outputs(fmt.spec), cuts=st.lists(st.integers(0, 10_000), max_size=12), drop=st.booleans())
     def check(output: str, cuts: list[int], drop: bool) -> None:
         names = sorted({c["function"]["name"] for c in fmt.parse(output, prefix="x")["tool_calls"]})
         if drop and names:
