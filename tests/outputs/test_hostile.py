@@ -93,11 +93,15 @@ def test_two_megabytes_rejected_fast(parser_name: str, kind: str) -> None:
     "kind", ["garbage", "unclosed-tags", "brace-letter", "unterminated-string", "comma-then-escaped-quotes"]
 )
 def test_work_grows_linearly(kind: str) -> None:
-    """Doubling the input at most roughly doubles the time (a quadratic scan would quadruple it)."""
+    """Doubling the input at most roughly doubles the time (a quadratic scan would quadruple it).
+
+    Runs of the two sizes alternate and the fastest of five counts, so a busy machine slows both alike; the
+    slack (50 ms) is far below what a quadratic scan of a megabyte costs (seconds).
+    """
     for parser in PARSERS.values():
-        small = min(_run(parser, _text(kind, MB // 2)) for _ in range(3))
-        large = min(_run(parser, _text(kind, MB)) for _ in range(3))
-        assert large < 3 * small + 0.02, (parser, kind, small, large)
+        runs = [(_run(parser, _text(kind, MB // 2)), _run(parser, _text(kind, MB))) for _ in range(5)]
+        small, large = min(r[0] for r in runs), min(r[1] for r in runs)
+        assert large < 3 * small + 0.05, (parser, kind, small, large)
 
 
 @pytest.mark.parametrize(
