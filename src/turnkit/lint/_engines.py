@@ -286,14 +286,18 @@ class _NodeRunner:
         return self._process.poll() is None
 
     def close(self) -> None:
-        if self._process.poll() is None:
-            if self._process.stdin is not None:
-                self._process.stdin.close()
+        process = self._process
+        if process.poll() is None:
+            if process.stdin is not None:
+                process.stdin.close()
             try:
-                self._process.wait(timeout=5)
+                process.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+                process.kill()
+                process.wait()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 _RUNNERS: dict[tuple[str, Path], _NodeRunner] = {}
