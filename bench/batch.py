@@ -6,8 +6,16 @@
 
 Same data, same template (SmolLM3's, which has {% generation %} blocks, from the corpora when present, else a
 ChatML template with generation blocks) and the same tokenizer (a byte-level BPE trained here) for every peer.
-Figures are conversations per second, medians of --repeat runs; peak memory is the max RSS of this process and
-of its worker processes.
+
+Like for like: transformers' ``apply_chat_template(c, tokenize=True, return_dict=True,
+return_assistant_tokens_mask=True)`` per conversation against turnkit's ``render(c, tokenize=True,
+return_assistant_tokens_mask=True)`` per conversation; transformers on a list of conversations (one
+``encode_batch``) against ``Renderer.rows`` on the same list. In-process cases run with
+``TOKENIZERS_PARALLELISM=false`` (one core, as a worker process runs) unless marked "rayon".
+
+The cases are interleaved (case A, B, C, ..., then again) and each figure is the median of --repeat runs, so a
+burst of load from other processes hits every case alike; figures are conversations per wall second. Peak memory
+is the max RSS of this process and of its local worker processes (Ray's workers are not its children).
 """
 
 from __future__ import annotations
@@ -61,13 +69,38 @@ def _template_source() -> str:
     return smol.read_text(encoding="utf-8") if smol.is_file() else CHATML
 
 
-def _median_rate(fn: Callable[[], object], rows: int, repeat: int) -> float:
-    times = []
+def _cpu() -> float:
+    """CPU seconds of this process (all its threads) and of its reaped children (local worker processes)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def _interleaved(
+    cases: dict[str, Callable[[], object]], rows: int, repeat: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Conversations per wall second and per CPU second of each case: medians over ``repeat`` rounds, one run of
+    every case a round. CPU seconds are less sensitive to other processes' load than wall seconds."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    cpus: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return rows / statistics.median(times)
+        for name, fn in cases.items():
+            start, cpu = time.perf_counter(), _cpu()
+            fn()
+            times[name].append(time.perf_counter() - start)
+            cpus[name].append(_cpu() - cpu)
+    wall = {name: rows / statistics.median(values) for name, values in times.items()}
+    return wall, {name: rows / max(statistics.median(values), 1e-9) for name, values in cpus.items()}
+
+
+def _rayon(fn: Callable[[], object]) -> Callable[[], object]:
+    def run() -> object:
+        os.environ["TOKENIZERS_PARALLELISM"] = "true"
+        try:
+            return fn()
+        finally:
+            os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+    return run
 
 
 def _model(folder: Path, source: str) -> None:
@@ -88,6 +121,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="1 repeat")
+    parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--ray", action="store_true", help="also time --engine ray at 1 and 2 workers")
     parser.add_argument("--datasets", action="store_true", help="also time datasets.map at num_proc 1 and 2")
     args = parser.parse_args()
@@ -109,92 +143,111 @@ def main() -> None:
             tokenizer_file=str(folder / "tokenizer.json"), chat_template=source, **SPECIAL
         )
         rows = len(chats)
-        results["transformers text"] = _median_rate(
-            lambda: [reference.apply_chat_template(c, tokenize=False) for c in chats], rows, repeat
-        )
-        results["turnkit text"] = _median_rate(lambda: [template.render(c) for c in chats], rows, repeat)
-        results["transformers tokens+masks"] = _median_rate(
-            lambda: [reference.apply_chat_template(c, return_assistant_tokens_mask=True) for c in chats], rows, repeat
-        )
-        results["turnkit tokens+masks"] = _median_rate(
-            lambda: [template.render(c, tokenize=True, return_assistant_tokens_mask=True) for c in chats], rows, repeat
-        )
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"
+        mask_options = {"tokenize": True, "return_dict": True, "return_assistant_tokens_mask": True}
         worker = tbatch.Renderer(model=folder, masks=True)
-        results["turnkit Renderer.rows (tokens+masks, batched)"] = _median_rate(
-            lambda: worker.rows([{"messages": c} for c in chats]), rows, repeat
-        )
-
+        tokens_only = tbatch.Renderer(model=folder, tokenize=True)
+        text_only = tbatch.Renderer(model=folder)
+        batch_rows = [{"messages": c} for c in chats]
+        cases: dict[str, Callable[[], object]] = {
+            "transformers text": lambda: [reference.apply_chat_template(c, tokenize=False) for c in chats],
+            "turnkit text": lambda: [template.render(c) for c in chats],
+            "turnkit Renderer.rows text": lambda: text_only.rows(batch_rows),
+            "transformers tokens+masks": lambda: [reference.apply_chat_template(c, **mask_options) for c in chats],
+            "turnkit tokens+masks": lambda: [
+                template.render(c, tokenize=True, return_assistant_tokens_mask=True) for c in chats
+            ],
+            "transformers tokens+masks, one batch": lambda: reference.apply_chat_template(chats, **mask_options),
+            "turnkit Renderer.rows tokens+masks": lambda: worker.rows(batch_rows),
+            "turnkit Renderer.rows tokens only": lambda: tokens_only.rows(batch_rows),
+            "transformers tokens+masks, one batch, rayon": _rayon(
+                lambda: reference.apply_chat_template(chats, **mask_options)
+            ),
+            "turnkit Renderer.rows tokens+masks, rayon": _rayon(lambda: worker.rows(batch_rows)),
+        }
         data = Path(tmp) / "in.jsonl"
         data.write_text("".join(json.dumps({"messages": c}) + "\n" for c in chats), encoding="utf-8")
-        for engine in ["local", "ray"] if args.ray else ["local"]:
+        engines = ["local", "ray"] if args.ray else ["local"]
+        for engine in engines:
             for workers in (1, 2):
                 out = Path(tmp) / f"out-{engine}-{workers}.jsonl"
-                results[f"turnkit batch --engine {engine} --workers {workers} (file to file)"] = _median_rate(
+                cases[f"turnkit batch --engine {engine} --workers {workers} (file to file)"] = (
                     lambda out=out, workers=workers, engine=engine: tbatch.run(
-                        worker, data, out, workers=workers, engine=engine, batch_size=128
-                    ),
-                    rows,
-                    repeat,
+                        worker, data, out, workers=workers, engine=engine, batch_size=args.batch_size
+                    )
                 )
+        if args.ray:
+            import ray
+
+            ray.init(
+                num_cpus=2,
+                include_dashboard=False,
+                log_to_driver=False,
+                runtime_env={"env_vars": {"PYTHONPATH": str(ROOT / "src"), "TOKENIZERS_PARALLELISM": "false"}},
+            )
+            tbatch.run(worker, data, Path(tmp) / "warm.jsonl", engine="ray", workers=2, batch_size=args.batch_size)
         if args.datasets:
             import datasets
 
             datasets.disable_progress_bars()
-            dataset = datasets.Dataset.from_list([{"messages": c} for c in chats])
+            dataset = datasets.Dataset.from_list(batch_rows)
 
             def hf_map(batch: dict[str, Any]) -> dict[str, Any]:
-                out = reference.apply_chat_template(batch["messages"], return_assistant_tokens_mask=True)
+                out = reference.apply_chat_template(batch["messages"], **mask_options)
                 return {"input_ids": out["input_ids"], "assistant_masks": out["assistant_masks"]}
 
             for workers in (1, 2):
-                results[f"datasets.map transformers num_proc={workers}"] = _median_rate(
-                    lambda workers=workers: dataset.map(
-                        hf_map,
+                for name, fn in (("transformers", hf_map), ("turnkit", worker)):
+                    cases[f"datasets.map {name} num_proc={workers}"] = lambda fn=fn, workers=workers: dataset.map(
+                        fn,
                         batched=True,
-                        batch_size=128,
+                        batch_size=args.batch_size,
                         num_proc=workers if workers > 1 else None,
                         load_from_cache_file=False,
-                    ),
-                    rows,
-                    repeat,
-                )
-                results[f"datasets.map turnkit num_proc={workers}"] = _median_rate(
-                    lambda workers=workers: dataset.map(
-                        worker,
-                        batched=True,
-                        batch_size=128,
-                        num_proc=workers if workers > 1 else None,
-                        load_from_cache_file=False,
-                    ),
-                    rows,
-                    repeat,
-                )
+                    )
+        results, per_cpu = _interleaved(cases, rows, repeat)
     width = max(map(len, results))
     print(
         f"{rows} conversations, template {'SmolLM3-3B' if source != CHATML else 'ChatML'}, "
         f"{os.cpu_count()} CPUs, median of {repeat}"
     )
+    print(f"  {'':<{width}}  {'conv/s':>9}  {'conv/CPU-s':>10}")
     for name, rate in results.items():
-        print(f"  {name:<{width}}  {rate:>9.0f} conv/s")
+        cpu = "n/a" if "engine ray" in name or "datasets" in name else f"{per_cpu[name]:.0f}"
+        print(f"  {name:<{width}}  {rate:>9.0f}  {cpu:>10}")
     print("ratios:")
-    print(f"  text   turnkit / transformers: {results['turnkit text'] / results['transformers text']:.2f}x")
-    print(
-        f"  tokens turnkit / transformers: "
-        f"{results['turnkit tokens+masks'] / results['transformers tokens+masks']:.2f}x"
+
+    def ratio(label: str, ours: str, theirs: str) -> None:
+        print(f"  {label:<58} {results[ours] / results[theirs]:.2f}x")
+
+    ratio("text, per conversation, turnkit / transformers", "turnkit text", "transformers text")
+    ratio("tokens+masks, per conversation, turnkit / transformers", "turnkit tokens+masks", "transformers tokens+masks")
+    ratio(
+        "tokens+masks, one batch, turnkit / transformers",
+        "turnkit Renderer.rows tokens+masks",
+        "transformers tokens+masks, one batch",
     )
-    print(
-        f"  tokens turnkit batched / transformers: "
-        f"{results['turnkit Renderer.rows (tokens+masks, batched)'] / results['transformers tokens+masks']:.2f}x"
+    ratio(
+        "tokens+masks, Renderer.rows / transformers per conversation",
+        "turnkit Renderer.rows tokens+masks",
+        "transformers tokens+masks",
     )
-    for engine in ["local", "ray"] if args.ray else ["local"]:
+    ratio(
+        "tokens+masks, one batch, rayon, turnkit / transformers",
+        "turnkit Renderer.rows tokens+masks, rayon",
+        "transformers tokens+masks, one batch, rayon",
+    )
+    for engine in engines:
         one = results[f"turnkit batch --engine {engine} --workers 1 (file to file)"]
         two = results[f"turnkit batch --engine {engine} --workers 2 (file to file)"]
-        print(f"  {engine} 2 workers / 1 worker: {two / one:.2f}x")
+        print(f"  {engine + ' 2 workers / 1 worker':<58} {two / one:.2f}x")
     if args.datasets:
-        print(
-            f"  datasets turnkit / transformers (num_proc=1): "
-            f"{results['datasets.map turnkit num_proc=1'] / results['datasets.map transformers num_proc=1']:.2f}x"
+        ratio(
+            "datasets.map num_proc=1, turnkit / transformers",
+            "datasets.map turnkit num_proc=1",
+            "datasets.map transformers num_proc=1",
         )
+    print(f"load average after the runs: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     own, children = _peak_mb()
     print(f"peak RSS: this process {own:.0f} MB, largest worker {children:.0f} MB")
 

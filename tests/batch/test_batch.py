@@ -300,3 +300,44 @@ def test_cli_batch_render_and_parse(tmp_path: Path, model: Path) -> None:
 def test_cli_help(argv: list[str]) -> None:
     result = run_cli(*argv)
     assert result.returncode == 0 and "usage: turnkit batch" in result.stdout
+
+
+def test_parquet_output_keeps_columns_that_appear_after_the_first_batch(tmp_path: Path) -> None:
+    """tools first appear in row 12 (the third batch): a declared column, kept. An unknown column appearing late
+    cannot join the file's schema: that row says so in its error; nothing is dropped silently."""
+    import pyarrow.parquet as pq
+
+    rows: list[dict[str, Any]] = [{"id": i, "messages": _chat(i)} for i in range(15)]
+    rows[12]["tools"] = [TOOL]
+    rows[13]["late"] = "x"
+    source = _write_jsonl(tmp_path / "in.jsonl", rows)
+    summary = tbatch.render(source, tmp_path / "out.parquet", template=TEMPLATE, batch_size=5, workers=2)
+    out = _read(tmp_path / "out.parquet")
+    assert "tools" in pq.ParquetFile(tmp_path / "out.parquet").schema_arrow.names
+    assert json.loads(out[12]["tools"]) == [TOOL] and "<tools>get_weather</tools>" in out[12]["prompt"]
+    assert out[12]["error"] is None and out[11]["tools"] is None
+    assert summary.errors == 1 and "'late'" in out[13]["error"] and "batch_schema" in out[13]["error"]
+    assert out[13]["prompt"] and "late" in summary.first_errors[0]
+
+
+def test_ray_resume_reads_only_the_rows_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from turnkit.batch import _engine, _io
+
+    rows = _good_rows(50)
+    source = _write_jsonl(tmp_path / "in.jsonl", rows)
+    output = tmp_path / "out.jsonl"
+    worker = tbatch.Renderer(template=TEMPLATE)
+    tbatch.run(worker, source, output, batch_size=10, on_batch=lambda done: None)
+    _write_jsonl(output, _read(output)[:20])
+    seen: list[int] = []
+
+    def fake_ray(worker: Any, path: str, kind: str, workers: int, batch_size: int) -> Any:
+        chunks = list(_io.open_source(path).chunks(batch_size))
+        seen.append(sum(len(chunk[1]) for chunk in chunks))
+        return (_engine._process(worker, chunk, kind) for chunk in chunks)
+
+    monkeypatch.setattr(_engine, "_ray_results", fake_ray)
+    summary = tbatch.run(worker, source, output, engine="ray", batch_size=10, resume=True)
+    assert seen == [30] and summary.skipped == 20 and summary.rows == 30
+    assert [row["id"] for row in _read(output)] == list(range(50))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]  # the tail file is gone

@@ -24,7 +24,7 @@ tokenizers = pytest.importorskip("tokenizers")
 from turnkit import ChatTemplate, TemplateError, TokenizerError, apply_chat_template  # noqa: E402
 from turnkit.render import ChatTokenizer, DoubleBosWarning  # noqa: E402
 from turnkit.render._spans import TRACKER, SpanTracker  # noqa: E402
-from turnkit.render._tokenize import generation_mask, transformers_mask  # noqa: E402
+from turnkit.render._tokenize import generation_mask, overlap_mask, transformers_mask  # noqa: E402
 
 SPECIAL = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}
 GENERATION_TEMPLATES = [
@@ -335,6 +335,41 @@ def test_mask_marks_exactly_the_tokens_inside_generation_blocks(replies: list[st
     for flag, (start, end) in zip(out["assistant_masks"], encoding.offsets, strict=True):
         chars = set(range(start, end))
         assert flag == (1 if chars & inside else 0), (text, start, end)
+
+
+_spans = st.lists(st.tuples(st.integers(0, 40), st.integers(0, 12)), min_size=1, max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from(list("ab c.\n東☀é,")), min_size=1, max_size=40),
+    spans=_spans,
+    kind=st.sampled_from(["bpe", "wordpiece"]),
+    special=st.booleans(),
+    pad=st.sampled_from([None, "left", "right"]),
+)
+def test_fast_mask_equals_the_mask_from_every_offset(
+    text: str, spans: list[tuple[int, int]], kind: str, special: bool, pad: str | None
+) -> None:
+    """generation_mask (a few char_to_token calls per span) = overlap_mask (every offset), on any span: spans
+    starting or ending on dropped whitespace, inside a character split over byte-level tokens, empty, past the
+    end; with a BOS post-processor and left or right padding."""
+    tok = build_tokenizer(kind, tuple(_added_tokens(CHATML)))
+    chat_tokenizer = ChatTokenizer(tok, pad_token="<pad>")
+    encoding = chat_tokenizer.encode(
+        [text], add_special_tokens=special, padding="max_length" if pad else False, max_length=60, padding_side=pad
+    )[0]
+    cut = [(start, min(start + width, len(text) + 2)) for start, width in spans]
+    assert generation_mask(encoding, cut) == overlap_mask(encoding, cut)
+
+
+def test_fast_encode_gives_the_same_ids() -> None:
+    tok = build_tokenizer("bpe", tuple(_added_tokens(CHATML)))
+    chat_tokenizer = ChatTokenizer(tok)
+    texts = [CHATML, "héllo 東京 ☀️ <|im_start|>user\nhi<|im_end|>", " ", "a" * 300]
+    slow = [e.ids for e in chat_tokenizer.encode(texts)]
+    assert [e.ids for e in chat_tokenizer.encode(texts, offsets=False)] == slow
+    assert [chat_tokenizer.encode([t], offsets=False)[0].ids for t in texts] == slow
 
 
 def test_generation_block_spans_track_top_level_output() -> None:

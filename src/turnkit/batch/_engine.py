@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from turnkit._extras import require
-from turnkit.batch._io import complete_rows, file_kind, open_sink, open_source
+from turnkit.batch._io import Chunk, complete_rows, decode_chunk, encode_rows, file_kind, open_sink, open_source
 from turnkit.errors import TurnkitError
 
 __all__ = ["Summary", "run"]
@@ -48,38 +48,61 @@ class Summary:
         return text
 
 
+@dataclass
+class _Done:
+    """A processed batch as a worker hands it back: the encoded output (:func:`encode_rows`), its row count and
+    the errors by index in the batch."""
+
+    payload: Any
+    count: int
+    errors: list[tuple[int, str]]
+
+
+def _process(worker: Worker, chunk: Chunk, kind: str) -> _Done:
+    """Decode a chunk, run the worker, encode the output for the sink: all of it in the worker process."""
+    rows = worker.rows(decode_chunk(chunk))
+    errors = [(index, row["error"]) for index, row in enumerate(rows) if row.get("error") is not None]
+    return _Done(encode_rows(rows, kind), len(rows), errors)
+
+
 _WORKER: Any = None
 
 
 def _init_worker(worker: Worker) -> None:
     global _WORKER
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # one process per core: tokenizers' own thread pool in every worker would oversubscribe the cores
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    os.environ["RAYON_NUM_THREADS"] = "1"
     _WORKER = worker
 
 
-def _work(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    result: list[dict[str, Any]] = _WORKER.rows(rows)
-    return result
+def _work(chunk: Chunk, kind: str) -> _Done:
+    return _process(_WORKER, chunk, kind)
 
 
-def _local_results(worker: Worker, batches: Iterator[list[dict[str, Any]]], workers: int) -> Iterator[list[Any]]:
+def _local_results(worker: Worker, chunks: Iterator[Chunk], kind: str, workers: int) -> Iterator[_Done]:
     if workers <= 1:
-        for batch in batches:
-            yield worker.rows(batch)
+        for chunk in chunks:
+            yield _process(worker, chunk, kind)
         return
+    chat_template = getattr(worker, "chat_template", None)
+    if callable(chat_template):
+        chat_template()  # compiled once here: forked workers inherit it instead of each building their own
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
+    # Workers get undecoded chunks (lines of text, Arrow record batches) and hand back encoded output (JSON
+    # lines text, Arrow tables): the main process only reads and writes, so it is never the bottleneck.
     with context.Pool(workers, initializer=_init_worker, initargs=(worker,)) as pool:
         pending: deque[Any] = deque()
-        for batch in batches:
-            pending.append(pool.apply_async(_work, (batch,)))
+        for chunk in chunks:
+            pending.append(pool.apply_async(_work, (chunk, kind)))
             if len(pending) >= 2 * workers:
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
 
 
-def _ray_results(worker: Worker, path: str, workers: int, batch_size: int, skip: int) -> Iterator[list[Any]]:
+def _ray_results(worker: Worker, path: str, kind: str, workers: int, batch_size: int) -> Iterator[_Done]:
     require("ray.data", "ray", purpose="--engine ray")
     import numpy
     import ray
@@ -98,7 +121,9 @@ def _ray_results(worker: Worker, path: str, workers: int, batch_size: int, skip:
             num_cpus=max(workers, 1),
             include_dashboard=False,
             log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": python_path, "TOKENIZERS_PARALLELISM": "false"}},
+            runtime_env={
+                "env_vars": {"PYTHONPATH": python_path, "TOKENIZERS_PARALLELISM": "false", "RAYON_NUM_THREADS": "1"}
+            },
         )
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True
@@ -108,24 +133,28 @@ def _ray_results(worker: Worker, path: str, workers: int, batch_size: int, skip:
     else:
         # lines as text, decoded by the worker: Arrow's JSON reader would add null keys to ragged objects
         dataset = ray.data.read_text(path, drop_empty_lines=True)
+    dumps = json.JSONEncoder(ensure_ascii=False).encode
 
     def apply(columns: dict[str, Any]) -> dict[str, Any]:
         rows = columns_to_rows(columns)
         if "text" in columns and len(columns) == 1:
             rows = [_json_row(row["text"], 0) for row in rows]
         outs = worker.rows(rows)
-        return {"row": numpy.array([json.dumps(out, ensure_ascii=False) for out in outs], dtype=object)}
+        return {
+            "row": numpy.array([dumps(out) for out in outs], dtype=object),
+            # as JSON text: Ray's Arrow blocks would turn None into NaN
+            "error": numpy.array([dumps(out.get("error")) for out in outs], dtype=object),
+        }
 
     mapped = dataset.map_batches(apply, batch_size=batch_size, concurrency=max(workers, 1), batch_format="numpy")
-    seen = 0
     for batch in mapped.iter_batches(batch_size=batch_size, batch_format="numpy"):
-        rows = [json.loads(str(text)) for text in batch["row"]]
-        if seen + len(rows) <= skip:
-            seen += len(rows)
-            continue
-        start = max(0, skip - seen)
-        seen += len(rows)
-        yield rows[start:]
+        texts = [str(text) for text in batch["row"]]
+        errors = [(index, json.loads(str(error))) for index, error in enumerate(batch["error"]) if error != "null"]
+        if kind == "jsonl":
+            payload: Any = "".join([text + "\n" for text in texts])
+        else:
+            payload = encode_rows([json.loads(text) for text in texts], kind)
+        yield _Done(payload, len(texts), errors)
 
 
 def run(
@@ -143,13 +172,13 @@ def run(
     """Run ``worker`` over every row of ``input`` into ``output`` and return a :class:`Summary`.
 
     The input is checked before the output is touched. ``resume`` keeps the complete rows already in
-    ``output`` and carries on after them.
+    ``output`` and carries on after them (the rows before are neither read by the workers nor processed).
     """
     if engine not in ("local", "ray"):
         raise TurnkitError(f"engine must be 'local' or 'ray', got {engine!r}", code="batch_usage")
     if workers < 1 or batch_size < 1:
         raise TurnkitError("workers and batch_size must be at least 1", code="batch_usage")
-    file_kind(output)
+    kind = file_kind(output)
     source = open_source(input)
     if os.path.abspath(os.fspath(input)) == os.path.abspath(os.fspath(output)):
         raise TurnkitError("the output would overwrite the input: choose another output path", code="batch_usage")
@@ -157,33 +186,54 @@ def run(
     summary = Summary(skipped=skip)
     started = time.perf_counter()
     bar = _Progress(source.total, skip) if progress else None
-    sink = open_sink(output, append=resume and skip > 0)
+    declared = _declared_columns(worker, source.columns)
+    sink = open_sink(output, append=resume and skip > 0, declared=declared)
+    tail: str | None = None
     try:
         if engine == "ray":
-            results = _ray_results(worker, source.path, workers, batch_size, skip)
+            path = source.path
+            if skip:
+                # Ray reads whole files: give it only the rows still to do
+                tail = f"{os.fspath(output)}.tail{os.path.splitext(source.path)[1]}"
+                source.tail(skip, tail)
+                path = tail
+            results = _ray_results(worker, path, kind, workers, batch_size)
         else:
-            results = _local_results(worker, source.batches(batch_size, skip=skip), workers)
-        for rows in results:
-            sink.write(rows)
-            summary.rows += len(rows)
-            for row in rows:
-                error = row.get("error")
-                if error is not None:
-                    summary.errors += 1
-                    if len(summary.first_errors) < 5:
-                        summary.first_errors.append(
-                            f"row {skip + summary.rows - len(rows) + rows.index(row) + 1}: {error}"
-                        )
+            results = _local_results(worker, source.chunks(batch_size, skip=skip), kind, workers)
+        for done in results:
+            errors = dict(done.errors)
+            added = sink.write_encoded(done.payload, done.count)
+            for index in sorted(added):
+                if index not in errors:
+                    errors[index] = added[index]
+            summary.errors += len(errors)
+            for index in sorted(errors)[: max(0, 5 - len(summary.first_errors))]:
+                summary.first_errors.append(f"row {skip + summary.rows + index + 1}: {errors[index]}")
+            summary.rows += done.count
             if bar is not None:
-                bar.advance(len(rows))
+                bar.advance(done.count)
             if on_batch is not None:
                 on_batch(summary.rows)
     finally:
         sink.close()
+        if tail is not None and os.path.exists(tail):
+            os.remove(tail)
         if bar is not None:
             bar.close()
         summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _declared_columns(worker: Worker, input_columns: list[str]) -> list[str]:
+    """Columns parquet output has even when the first batch lacks them: the input file's, the worker's input
+    columns (``messages``, ``tools``, ``documents``) and its output columns."""
+    names = [*input_columns]
+    for attribute in ("messages_column", "tools_column", "documents_column", "text_column"):
+        name = getattr(worker, attribute, None)
+        if isinstance(name, str) and getattr(worker, "keep_columns", True):
+            names.append(name)
+    names += list(getattr(worker, "output_columns", []))
+    return list(dict.fromkeys(names))
 
 
 class _Progress:

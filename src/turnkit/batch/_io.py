@@ -17,7 +17,7 @@ from typing import Any
 from turnkit._extras import require
 from turnkit.errors import BatchInputError
 
-__all__ = ["Sink", "Source", "file_kind", "open_sink", "open_source"]
+__all__ = ["Chunk", "Sink", "Source", "decode_chunk", "encode_rows", "file_kind", "open_sink", "open_source"]
 
 _KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
 
@@ -58,6 +58,7 @@ class Source:
             except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError...
                 raise BatchInputError(f"input {self.path!r} is not a readable parquet file: {exc}") from exc
             self.total = self._parquet.metadata.num_rows
+            self._parquet_module = pq
         else:
             with open(self.path, "rb") as handle:
                 head = handle.read(4096)
@@ -67,27 +68,37 @@ class Source:
                 if exc.start < len(head) - 4:  # not just a character cut at the end of the sample
                     raise BatchInputError(f"input {self.path!r} is not UTF-8 text (byte {exc.start})") from None
 
+    @property
+    def columns(self) -> list[str]:
+        """The input's columns when the file declares them (parquet), else ``[]``."""
+        return list(self._parquet.schema_arrow.names) if self._parquet is not None else []
+
     def batches(self, size: int, *, skip: int = 0) -> Iterator[list[dict[str, Any]]]:
         """Batches of at most ``size`` rows, after skipping ``skip`` rows."""
-        if self.kind == "parquet":
-            yield from self._parquet_batches(size, skip)
-        else:
-            yield from self._jsonl_batches(size, skip)
+        for chunk in self.chunks(size, skip=skip):
+            yield decode_chunk(chunk)
 
-    def _parquet_batches(self, size: int, skip: int) -> Iterator[list[dict[str, Any]]]:
+    def chunks(self, size: int, *, skip: int = 0) -> Iterator[Chunk]:
+        """Undecoded batches (:data:`Chunk`): JSON lines as text, parquet as Arrow record batches. They are cheap
+        to send to a worker process, which decodes them (:func:`decode_chunk`)."""
+        if self.kind == "parquet":
+            yield from self._parquet_chunks(size, skip)
+        else:
+            yield from self._jsonl_chunks(size, skip)
+
+    def _parquet_chunks(self, size: int, skip: int) -> Iterator[Chunk]:
         try:
             for record_batch in self._parquet.iter_batches(batch_size=size):
-                rows = record_batch.to_pylist()
-                if skip >= len(rows):
-                    skip -= len(rows)
+                if skip >= record_batch.num_rows:
+                    skip -= record_batch.num_rows
                     continue
-                yield rows[skip:]
+                yield ("parquet", record_batch.slice(skip) if skip else record_batch, 0)
                 skip = 0
         except Exception as exc:  # noqa: BLE001 - a corrupt page deep in the file
             raise BatchInputError(f"input {self.path!r}: cannot read parquet data: {exc}") from exc
 
-    def _jsonl_batches(self, size: int, skip: int) -> Iterator[list[dict[str, Any]]]:
-        batch: list[dict[str, Any]] = []
+    def _jsonl_chunks(self, size: int, skip: int) -> Iterator[Chunk]:
+        lines: list[str] = []
         number = 0
         with open(self.path, encoding="utf-8", errors="replace") as handle:
             for line in handle:
@@ -96,12 +107,74 @@ class Source:
                 number += 1
                 if number <= skip:
                     continue
-                batch.append(_json_row(line, number))
-                if len(batch) >= size:
-                    yield batch
-                    batch = []
-        if batch:
-            yield batch
+                lines.append(line)
+                if len(lines) >= size:
+                    yield ("jsonl", lines, number - len(lines) + 1)
+                    lines = []
+        if lines:
+            yield ("jsonl", lines, number - len(lines) + 1)
+
+    def tail(self, skip: int, path: str) -> None:
+        """Write the rows after the first ``skip`` to ``path`` (same kind): a resumed Ray run reads only those."""
+        if self.kind == "parquet":
+            writer = None
+            try:
+                for _, record_batch, _ in self._parquet_chunks(65536, skip):
+                    if writer is None:
+                        writer = self._parquet_module.ParquetWriter(path, record_batch.schema)
+                    writer.write_batch(record_batch)
+            finally:
+                if writer is not None:
+                    writer.close()
+            if writer is None:
+                self._parquet_module.write_table(self._parquet.schema_arrow.empty_table(), path)
+            return
+        with open(path, "w", encoding="utf-8") as out:
+            for _, lines, _ in self._jsonl_chunks(4096, skip):
+                out.writelines(lines)
+
+
+Chunk = tuple[str, Any, int]
+"""``("jsonl", lines, number of the first line)`` or ``("parquet", record batch, 0)``."""
+
+
+def decode_chunk(chunk: Chunk) -> list[dict[str, Any]]:
+    """The rows of a chunk (a line that is not a JSON object becomes a row with ``_invalid``)."""
+    kind, data, first = chunk
+    if kind == "parquet":
+        rows: list[dict[str, Any]] = data.to_pylist()
+        return rows
+    return [_json_row(line, first + index) for index, line in enumerate(data)]
+
+
+def encode_rows(rows: list[dict[str, Any]], kind: str) -> Any:
+    """Output rows ready for a sink of ``kind``: JSON lines text, or an Arrow table (string columns, non-string
+    values as JSON text; ``input_ids``/``assistant_masks`` as ``list<int64>``). Workers call this, so the main
+    process only writes."""
+    if kind == "jsonl":
+        dumps = _JSON.encode
+        return "".join([dumps(row) + "\n" for row in rows])
+    import pyarrow as pa
+
+    names: dict[str, None] = {}
+    for row in rows:
+        names.update(dict.fromkeys(row))
+    arrays = []
+    for name in names:
+        if name in _TOKEN_COLUMNS:
+            arrays.append(pa.array([row.get(name) for row in rows], type=_TOKEN_TYPE()))
+        else:
+            arrays.append(pa.array([_parquet_value(name, row.get(name)) for row in rows], type=pa.string()))
+    return pa.Table.from_arrays(arrays, names=list(names))
+
+
+_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
+def _TOKEN_TYPE() -> Any:  # noqa: N802 - a type constructor
+    import pyarrow as pa
+
+    return pa.list_(pa.int64())
 
 
 def _json_row(line: str, number: int) -> dict[str, Any]:
@@ -142,12 +215,21 @@ def complete_rows(path: str | os.PathLike[str]) -> int:
 
 
 class Sink:
-    """Writes output rows batch by batch (see the module docstring for what an interruption leaves)."""
+    """Writes output rows batch by batch (see the module docstring for what an interruption leaves).
 
-    def __init__(self, path: str | os.PathLike[str], *, append: bool = False) -> None:
+    Parquet output has one schema for the whole file: the columns of the first batch, plus ``declared`` columns
+    (the renderer's input and output columns) when given, or the columns of the file being resumed. A column that
+    first appears in a later row is not dropped silently: that row's ``error`` says so (the other values are
+    written). JSON-lines output keeps every row's own columns.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, append: bool = False, declared: list[str] | None = None
+    ) -> None:
         self.path = os.fspath(path)
         self.kind = file_kind(path)
         self.rows = 0
+        self.declared = list(declared or [])
         self._writer: Any = None
         self._schema: Any = None
         self._previous: str | None = None
@@ -161,21 +243,29 @@ class Sink:
         else:
             self._handle = open(self.path, "a" if append else "w", encoding="utf-8")  # noqa: SIM115
 
-    def write(self, rows: list[dict[str, Any]]) -> None:
+    def write(self, rows: list[dict[str, Any]]) -> dict[int, str]:
         """Write a batch of rows as one atomic unit (whole lines, or one row group)."""
         if not rows:
-            return
+            return {}
+        return self.write_encoded(encode_rows(rows, self.kind), len(rows))
+
+    def write_encoded(self, payload: Any, count: int) -> dict[int, str]:
+        """Write a batch :func:`encode_rows` made; returns the rows whose ``error`` the sink set (by index in the
+        batch): rows with a value in a column the parquet file does not have."""
+        if not count:
+            return {}
+        errors: dict[int, str] = {}
         if self.kind == "jsonl":
-            self._handle.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+            self._handle.write(payload)
             self._handle.flush()
         else:
-            self._write_parquet(rows)
-        self.rows += len(rows)
+            errors = self._write_table(payload)
+        self.rows += count
+        return errors
 
-    def _write_parquet(self, rows: list[dict[str, Any]]) -> None:
+    def _write_table(self, table: Any) -> dict[int, str]:
         import pyarrow as pa
 
-        rows = [{name: _parquet_value(name, value) for name, value in row.items()} for row in rows]
         if self._writer is None:
             if self._previous is not None:
                 previous = self._pq.ParquetFile(self._previous)
@@ -184,14 +274,39 @@ class Sink:
                 for batch in previous.iter_batches():
                     self._writer.write_batch(batch)
             else:
-                names: dict[str, None] = {}
-                for row in rows:
-                    names.update(dict.fromkeys(row))
+                names = dict.fromkeys([*table.column_names, *self.declared])
                 self._schema = pa.schema(
-                    [pa.field(name, pa.list_(pa.int64()) if name in _TOKEN_COLUMNS else pa.string()) for name in names]
+                    [pa.field(name, _TOKEN_TYPE() if name in _TOKEN_COLUMNS else pa.string()) for name in names]
                 )
                 self._writer = self._pq.ParquetWriter(self.path, self._schema)
-        self._writer.write_table(pa.Table.from_pylist(rows, schema=self._schema))
+        errors: dict[int, str] = {}
+        known = set(self._schema.names)
+        extra = [name for name in table.column_names if name not in known and name not in _INTERNAL_COLUMNS]
+        if extra:
+            values = {name: table.column(name).to_pylist() for name in extra}
+            current = table.column("error").to_pylist() if "error" in table.column_names else [None] * len(table)
+            for index in range(len(table)):
+                lost = [name for name in extra if values[name][index] is not None]
+                if lost:
+                    message = (
+                        f"batch_schema: column{'s' if len(lost) > 1 else ''} {', '.join(map(repr, lost))} first "
+                        "appear after the first batch and are not in the parquet output (its columns are the first "
+                        "batch's); write .jsonl output, or give the first rows these columns"
+                    )
+                    errors[index] = message if current[index] is None else f"{current[index]}; {message}"
+            if errors and "error" in known:
+                current = [errors.get(index, value) for index, value in enumerate(current)]
+                table = table.drop_columns([c for c in ["error"] if c in table.column_names]).append_column(
+                    "error", pa.array(current, type=pa.string())
+                )
+        columns = [
+            table.column(field.name).cast(field.type)
+            if field.name in table.column_names
+            else pa.nulls(len(table), type=field.type)
+            for field in self._schema
+        ]
+        self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema))
+        return errors
 
     def close(self) -> None:
         """Finish the file (the parquet footer); safe to call twice."""
@@ -215,6 +330,7 @@ class Sink:
         self.close()
 
 
+_INTERNAL_COLUMNS = ("_line", "_invalid")  # a bad JSON line's markers: its error already says what they say
 _TOKEN_COLUMNS = ("input_ids", "assistant_masks")
 
 
@@ -231,6 +347,6 @@ def open_source(path: str | os.PathLike[str]) -> Source:
     return Source(path)
 
 
-def open_sink(path: str | os.PathLike[str], *, append: bool = False) -> Sink:
-    """Open an output file (``append`` for resume)."""
-    return Sink(path, append=append)
+def open_sink(path: str | os.PathLike[str], *, append: bool = False, declared: list[str] | None = None) -> Sink:
+    """Open an output file (``append`` for resume; ``declared`` columns for parquet, see :class:`Sink`)."""
+    return Sink(path, append=append, declared=declared)

@@ -267,13 +267,14 @@ class Renderer:
         if self.tokenize:
             done = [i for i, out in enumerate(outs) if out["error"] is None]
             try:
-                encodings = chat.tokenizer.encode([outs[i]["prompt"] for i in done])
+                # one encode_batch call: without offsets unless masks need them
+                encodings = chat.tokenizer.encode([outs[i]["prompt"] for i in done], offsets=self.masks)
             except TurnkitError as exc:  # the whole batch failed to tokenize: record it on every row
                 for i in done:
                     outs[i]["error"] = _error_text(exc)
                 return outs
             for i, encoding in zip(done, encodings, strict=True):
-                outs[i]["input_ids"] = list(encoding.ids)
+                outs[i]["input_ids"] = encoding.ids
                 if self.masks:
                     outs[i]["assistant_masks"] = generation_mask(encoding, spans[i])
         return outs

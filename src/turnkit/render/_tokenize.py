@@ -66,6 +66,7 @@ class ChatTokenizer:
 
     __slots__ = (
         "_backend",
+        "_fast",
         "_lock",
         "padding_side",
         "truncation_side",
@@ -93,6 +94,7 @@ class ChatTokenizer:
         backend.no_truncation()
         backend.no_padding()
         self._backend = backend
+        self._fast = hasattr(backend, "encode_batch_fast")  # tokenizers >= 0.21
         self._lock = threading.Lock()
         for name, side in (("padding_side", padding_side), ("truncation_side", truncation_side)):
             if side not in ("left", "right"):
@@ -168,8 +170,14 @@ class ChatTokenizer:
         truncation: bool | str = False,
         max_length: int | None = None,
         padding_side: str | None = None,
+        offsets: bool = True,
     ) -> list[Any]:
-        """``tokenizers.Encoding`` per text, truncated and padded as transformers' fast tokenizers do."""
+        """``tokenizers.Encoding`` per text, truncated and padded as transformers' fast tokenizers do.
+
+        Several texts are encoded by ``encode_batch`` (Rust threads, without the GIL, unless
+        ``TOKENIZERS_PARALLELISM=false``). ``offsets=False`` skips character offsets (``encode_batch_fast``:
+        the same ids, about a third faster; the encodings' offsets are then all ``(0, 0)``, so no masks).
+        """
         pad = _option(padding, _PADDING, "padding")
         truncate = _option(truncation, _TRUNCATION, "truncation")
         if max_length is None and (truncate or pad == "max_length"):
@@ -188,6 +196,7 @@ class ChatTokenizer:
             pad_id = self._backend.token_to_id(self.pad_token)
             if pad_id is None:
                 raise TokenizerError(f"the pad token {self.pad_token!r} is not in the tokenizer's vocabulary")
+        texts = texts if isinstance(texts, list) else list(texts)
         with self._lock:
             backend = self._backend
             try:
@@ -202,14 +211,20 @@ class ChatTokenizer:
                         length=max_length if pad == "max_length" else None,
                         pad_to_multiple_of=None,
                     )
-                if len(texts) == 1:  # no thread-pool round trip for one text
-                    return [backend.encode(texts[0], add_special_tokens=add_special_tokens)]
-                return list(backend.encode_batch(list(texts), add_special_tokens=add_special_tokens))
+                if not offsets and self._fast:
+                    result: list[Any] = backend.encode_batch_fast(texts, add_special_tokens=add_special_tokens)
+                elif len(texts) == 1:  # no thread-pool round trip for one text
+                    result = [backend.encode(texts[0], add_special_tokens=add_special_tokens)]
+                else:
+                    result = backend.encode_batch(texts, add_special_tokens=add_special_tokens)
+                return result
             except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception
                 raise TokenizerError(f"tokenizing failed: {exc}") from exc
             finally:
-                backend.no_truncation()
-                backend.no_padding()
+                if truncate:
+                    backend.no_truncation()
+                if pad is not None:
+                    backend.no_padding()
 
 
 def _rebuild(
@@ -261,17 +276,68 @@ def _option(value: Any, table: Mapping[Any, str | None], name: str) -> str | Non
         raise TokenizerError(f"{name}={value!r} is not one of {sorted(map(repr, table))}") from None
 
 
+_PROBE = 8
+"""Characters tried at each edge of a span for a covering token before the mask falls back to every offset."""
+
+
 def generation_mask(encoding: Any, spans: Sequence[tuple[int, int]]) -> list[int]:
     """1 for every token of ``encoding`` whose characters overlap a ``(start, end)`` span, else 0.
 
     Tokens the post-processor or padding added (no sequence id) are never marked; a zero-width token counts
     when it sits inside a span.
+
+    Each span costs a few ``char_to_token`` / ``token_to_chars`` calls in Rust (the first and last tokens covering
+    it, then the neighbours sharing its edge characters: a character split over several byte-level tokens,
+    zero-width tokens); the offsets of the whole sequence are never read back into Python. Token offsets are in
+    text order (tokenizers keeps them so). When no token covers the first or last few characters of a span, it
+    falls back to :func:`overlap_mask`, which reads every offset; the two give the same mask.
     """
+    count = len(encoding)
+    if not spans:
+        return [0] * count
+    mask = bytearray(count)
+    char_to_token = encoding.char_to_token
+    token_to_chars = encoding.token_to_chars
+    for start, end in spans:
+        if end <= start:
+            continue
+        first = None
+        at = start
+        for at in range(start, min(end, start + _PROBE)):
+            first = char_to_token(at)
+            if first is not None:
+                break
+        if first is None:
+            return overlap_mask(encoding, spans)
+        last = None
+        for char in range(end - 1, max(at, end - _PROBE) - 1, -1):
+            last = char_to_token(char)
+            if last is not None:
+                break
+        if last is None:
+            return overlap_mask(encoding, spans)
+        before = first - 1
+        while before >= 0:  # zero-width tokens just before, inside the span
+            chars = token_to_chars(before)
+            if chars is None or chars[0] != chars[1] or not start <= chars[0] < end:
+                break
+            before -= 1
+        after = last + 1
+        while after < count:  # tokens sharing the last character, zero-width tokens inside the span
+            chars = token_to_chars(after)
+            if chars is None or chars[0] >= end or (chars[0] == chars[1] and chars[0] < start):
+                break
+            after += 1
+        mask[before + 1 : after] = b"\x01" * (after - before - 1)
+    return list(mask)
+
+
+def overlap_mask(encoding: Any, spans: Sequence[tuple[int, int]]) -> list[int]:
+    """:func:`generation_mask` from every token's offsets (any offsets, in order or not)."""
     offsets = encoding.offsets
     if not spans:
         return [0] * len(offsets)
-    length = max((end for _, end in offsets), default=0)
-    length = max(length, max(end for _, end in spans)) + 1
+    length = max(max((end for _, end in offsets), default=0), max(end for _, end in spans)) + 1
     inside = bytearray(length)
     for start, end in spans:
         if end > start:
@@ -345,15 +411,20 @@ def tokenize_chat(
     batched = not isinstance(rendered, str)
     texts: list[str] = list(rendered) if batched else [rendered]
     encodings = chat_tokenizer.encode(
-        texts, add_special_tokens=add_special_tokens, padding=padding, truncation=truncation, max_length=max_length
+        texts,
+        add_special_tokens=add_special_tokens,
+        padding=padding,
+        truncation=truncation,
+        max_length=max_length,
+        offsets=tracker is not None,
     )
     if add_special_tokens:
         _warn_double_bos(chat_tokenizer, texts, encodings)
-    input_ids: list[list[int]] = [list(e.ids) for e in encodings]
+    input_ids: list[list[int]] = [e.ids for e in encodings]
     if not return_dict:
         value: Any = input_ids if batched else input_ids[0]
         return _tensor(value if batched or return_tensors is None else [value], return_tensors)
-    out: dict[str, Any] = {"input_ids": input_ids, "attention_mask": [list(e.attention_mask) for e in encodings]}
+    out: dict[str, Any] = {"input_ids": input_ids, "attention_mask": [e.attention_mask for e in encodings]}
     if tracker is not None:
         out["assistant_masks"] = [
             generation_mask(e, spans) for e, spans in zip(encodings, tracker.renders, strict=True)
