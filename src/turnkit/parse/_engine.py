@@ -175,13 +175,15 @@ class StreamParser:
         *,
         prefix: str | None = None,
         tools: list[dict[str, Any]] | None = None,
-        limits: Limits = DEFAULT_LIMITS,
+        limits: Limits | None = None,
+        strict: bool = False,
     ) -> None:
         self.spec = spec
         self._c = _compiled(spec)
-        self._limits = limits
+        self._limits = limits = limits or DEFAULT_LIMITS
         self._types = tool_types(tools)
-        self._out = Emitter(strip=spec.strip, id_pattern=spec.ids)
+        known = frozenset(self._types) if tools is not None else None
+        self._out = Emitter(strip=spec.strip, id_pattern=spec.ids, known_tools=known, strict=strict)
         self._closed = ""  # "", or why the parser takes no more input: "closed" or "failed"
         self._final = False  # close(): the held tail is scanned with nothing held back
         self._size = 0
@@ -608,7 +610,7 @@ class StreamParser:
             if held:
                 self._harmony_text(held)
             if mode is _H_ARGS:
-                out.end_call()
+                out.end_call(cut=True)
         elif mode is _HEADER and (self._header + held).strip():
             out.incomplete = True
         if out.holding:
@@ -619,6 +621,7 @@ class StreamParser:
             out.drop()
             self._mode = _CONTENT
             self._content("".join(region.raw))
+        out.cut_open_calls()
 
 
 def _opens_reasoning(reasoning: Reasoning, prefix: str | None) -> bool:
