@@ -24,7 +24,11 @@ from turnkit.parse._json_scan import JsonDepthGauge
 from turnkit.parse._markers import MarkerScanner, MarkerSet
 from turnkit.parse._spec import FormatSpec, Harmony, Reasoning, Section, ToolRegion
 
-__all__ = ["StreamParser", "tool_types"]
+__all__ = ["FINISH_REASONS", "StreamParser", "tool_types"]
+
+FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter")
+"""The ``finish_reason`` values a framed stream's last delta may carry (OpenAI's, less the legacy
+``function_call``)."""
 
 
 class _Mode(enum.Enum):
@@ -177,6 +181,7 @@ class StreamParser:
         tools: list[dict[str, Any]] | None = None,
         limits: Limits | None = None,
         strict: bool = False,
+        frame: bool = False,
     ) -> None:
         self.spec = spec
         self._c = _compiled(spec)
@@ -184,6 +189,9 @@ class StreamParser:
         self._types = tool_types(tools)
         known = frozenset(self._types) if tools is not None else None
         self._out = Emitter(strip=spec.strip, id_pattern=spec.ids, known_tools=known, strict=strict)
+        self._frame = frame
+        if frame:  # the message frame's first delta: returned first by the first ``feed`` (or ``close``)
+            self._out.deltas.append({"role": "assistant"})
         self._closed = ""  # "", or why the parser takes no more input: "closed" or "failed"
         self._final = False  # close(): the held tail is scanned with nothing held back
         self._size = 0
@@ -231,7 +239,7 @@ class StreamParser:
                 region = self._region
                 assert region is not None
                 region.raw.append(text)
-            elif self._mode is _BODY and text:
+            elif self._mode is _BODY and text and not self._out.deltas:
                 region = self._region
                 body = region.body if region is not None else None
                 if body is not None:
@@ -244,17 +252,31 @@ class StreamParser:
             self._closed = "failed"
             raise
 
-    def close(self) -> list[Delta]:
-        """End of output: release held text, close open regions (flagging truncation)."""
+    def close(self, *, finish_reason: str | None = None) -> list[Delta]:
+        """End of output: release held text, close open regions (flagging truncation).
+
+        With ``frame=True`` the last delta returned is ``{"finish_reason": ...}``: ``finish_reason`` as given
+        (``"length"`` when the caller knows the output was cut at the token limit, ``"content_filter"``), else
+        ``"tool_calls"`` if the message has a call, else ``"stop"``."""
         if self._closed:
             raise UsageError(f"close() on a {self._closed} stream parser")
+        if finish_reason is not None:
+            if not self._frame:
+                raise UsageError("close(finish_reason=...) needs a framed stream: stream(frame=True)")
+            if finish_reason not in FINISH_REASONS:
+                raise UsageError(f"finish_reason must be one of {', '.join(FINISH_REASONS)}, not {finish_reason!r}")
         self._closed = "closed"
         try:
             self._finish()
+            out = self._out.take()
+            if self._frame:
+                if finish_reason is None:
+                    finish_reason = "tool_calls" if self._out.calls else "stop"
+                out.append({"finish_reason": finish_reason})
         except BaseException:
             self._closed = "failed"
             raise
-        return self._out.take()
+        return out
 
     @property
     def message(self) -> AssistantMessage:

@@ -43,15 +43,20 @@ class OutputFormat:
         tools: list[dict[str, Any]] | None = None,
         limits: Limits | None = None,
         strict: bool = False,
+        frame: bool = False,
     ) -> StreamParser:
         """A new push parser: ``feed(text) -> deltas``, ``close() -> deltas``.
 
         ``prefix`` is the rendered prompt (a prompt that ended inside ``<think>`` makes the output start in
         reasoning); ``tools`` (OpenAI-style tool definitions) types XML and pythonic arguments, and a call to
         a name not among them gets the per-call error ``unknown_tool``. ``strict``: a call that cannot be
-        right raises :class:`~turnkit.errors.ToolCallError` instead of carrying an ``error``.
+        right raises :class:`~turnkit.errors.ToolCallError` instead of carrying an ``error``. ``frame``: the
+        deltas get OpenAI's message frame, ``{"role": "assistant"}`` first and ``{"finish_reason": ...}``
+        last (see :meth:`StreamParser.close`).
         """
-        return StreamParser(self.spec, prefix=prefix, tools=tools, limits=limits or DEFAULT_LIMITS, strict=strict)
+        return StreamParser(
+            self.spec, prefix=prefix, tools=tools, limits=limits or DEFAULT_LIMITS, strict=strict, frame=frame
+        )
 
     def parse(
         self,
