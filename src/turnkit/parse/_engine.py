@@ -113,10 +113,18 @@ class _Compiled:
             reopen = getattr(region.body, "function_open", None)
             markers = [m for m in (region.close, reopen) if m]
             self.close_markers[id(region)] = MarkerSet(markers)
+        self._stray_close: dict[str, MarkerSet] = {}
         if harmony is not None:
             self.header_markers = MarkerSet([harmony.message, *harmony.ends])
             self.h_text_markers = MarkerSet([*harmony.ends, *harmony.header_opens])
             self.header_patterns = _HeaderPatterns(harmony)
+
+    def stray_close_markers(self, close: str) -> MarkerSet:
+        """Content markers plus a region's close marker (met after text that followed the region's body)."""
+        found = self._stray_close.get(close)
+        if found is None:
+            found = self._stray_close[close] = MarkerSet([*self.content_actions, close])
+        return found
 
 
 class _HeaderPatterns:
@@ -207,6 +215,8 @@ class StreamParser:
         # tool regions
         self._section: Section | None = None
         self._region: _Region | None = None
+        self._after_space = ""  # whitespace after a body, before its region's close marker
+        self._stray_close: str | None = None  # a left region's close marker, framing if it still comes
         # harmony
         self._header = ""
         self._field = CONTENT  # where a harmony message's text goes ("" = nowhere)
@@ -347,6 +357,7 @@ class StreamParser:
             return
         self._mode = _CONTENT
         self._scanner = MarkerScanner(self._c.content_markers)
+        self._stray_close = None
 
     # -- the machine ------------------------------------------------------------------------------------
     def _run(self, text: str) -> None:
@@ -426,19 +437,26 @@ class StreamParser:
         return self._enter_body(call_region, marker, text)
 
     def _after_body(self, text: str) -> str:
-        """After a body that ended before its region's close marker: the close marker, or another call."""
+        """After a body that ended before its region's close marker: the close marker, or another call.
+
+        Text there (``[f()] note<|tool_call_end|>``) is content, the whitespace before it kept whatever the
+        chunking; the region's close marker, if it still comes, is framing and is dropped."""
         before, marker, text = self._scanner.scan(text, self._final)
         region = self._region
         assert region is not None
-        if marker is None:
-            if before.strip():
-                held = self._scanner.flush()
-                self._leave_region()
-                return before + held
-            return text
         if before.strip():
+            space, self._after_space = self._after_space, ""
+            held = self._scanner.flush() if marker is None else ""
             self._leave_region()
-            return before + marker + text
+            close = region.spec.close
+            if self._mode is _CONTENT and close is not None and close not in self._c.content_actions:
+                self._stray_close = close
+                self._scanner = MarkerScanner(self._c.stray_close_markers(close))
+            return space + before + held + ("" if marker is None else marker + text)
+        if marker is None:
+            self._after_space += before
+            return text
+        self._after_space = ""
         if marker == region.spec.close:
             self._leave_region()
             return text
@@ -452,6 +470,10 @@ class StreamParser:
         self._out.text(CONTENT, text)
 
     def _content_marker(self, marker: str, text: str) -> str:
+        if marker == self._stray_close:
+            self._stray_close = None
+            self._scanner = MarkerScanner(self._c.content_markers)
+            return text
         kind, target = self._c.content_actions[marker]
         if kind is _Action.REASONING:
             self._enter_reasoning(target, held=target.needs_end, opening=marker)
@@ -563,9 +585,22 @@ class StreamParser:
 
     def _harmony_text(self, text: str) -> None:
         if self._mode is _H_ARGS:
-            assert self._gauge is not None
-            self._gauge.feed(text)
-            self._out.args(text)
+            gauge = self._gauge
+            if gauge is None:  # the arguments object ended: whitespace after it is dropped, text is content
+                text = text.lstrip()
+                if text:
+                    self._mode = _H_TEXT
+                    self._field = CONTENT
+                    self._out.text(CONTENT, text)
+                return
+            end = gauge.feed_to_end(text)
+            if end < 0:
+                self._out.args(text)
+                return
+            self._out.args(text[:end])
+            self._out.end_call()
+            self._gauge = None
+            self._harmony_text(text[end:])
         elif self._field:
             self._out.text(self._field, text)
 
