@@ -33,6 +33,7 @@ __all__ = [
     "TemplateNotFoundError",
     "TemplateSecurityError",
     "TokenizerError",
+    "ToolCallError",
     "ToolSchemaError",
     "TurnkitError",
     "TypeHintParsingException",
@@ -157,6 +158,17 @@ class ParseError(TurnkitError, ValueError):
     """Input (model output, JSON, a reply) is invalid and cannot be parsed."""
 
     code = "parse"
+
+
+class ToolCallError(ParseError):
+    """A parsed tool call cannot be right (``strict=True`` of a model output format): ``index`` is the call's
+    position in the message, ``code`` why (``unknown_tool``, ``invalid_arguments``, ``incomplete``)."""
+
+    code = "tool_call"
+
+    def __init__(self, message: str, *, index: int, code: str) -> None:
+        super().__init__(message, code=code, pointer=f"/tool_calls/{index}")
+        self.index = index
 
 
 class IncompleteInputError(TurnkitError, ValueError):

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from turnkit.errors import ParseError
 
 __all__ = [
     "AssistantMessage",
+    "CallError",
     "FunctionCall",
     "ToolCall",
     "assistant_message",
@@ -37,12 +38,21 @@ class FunctionCall(TypedDict):
     arguments: Any
 
 
+class CallError(TypedDict):
+    """Why a parsed tool call cannot be right: ``code`` (``unknown_tool``, ``invalid_arguments``,
+    ``incomplete``) and a readable ``message``."""
+
+    code: str
+    message: str
+
+
 class ToolCall(TypedDict):
-    """One tool call of an assistant message."""
+    """One tool call of an assistant message; ``error`` is present only on a call that cannot be right."""
 
     id: str
     type: str
     function: FunctionCall
+    error: NotRequired[CallError]
 
 
 class AssistantMessage(TypedDict, total=False):

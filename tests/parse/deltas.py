@@ -13,6 +13,7 @@ from typing import Any
 def accumulate(deltas: list[dict[str, Any]]) -> dict[str, Any]:
     content, reasoning = [], []
     calls: list[dict[str, Any]] = []
+    errors: dict[int, dict[str, Any]] = {}
     for delta in deltas:
         assert delta, "empty delta"
         for key in delta:
@@ -25,6 +26,11 @@ def accumulate(deltas: list[dict[str, Any]]) -> dict[str, Any]:
             reasoning.append(delta["reasoning_content"])
         for fragment in delta.get("tool_calls", []):
             index = fragment["index"]
+            if "error" in fragment:  # a call's per-call error: one extra fragment, after its arguments
+                assert set(fragment) == {"index", "error"} and index < len(calls) and index not in errors
+                assert set(fragment["error"]) == {"code", "message"}
+                errors[index] = fragment["error"]
+                continue
             if "id" in fragment:
                 assert index == len(calls), f"call index {index} not contiguous"
                 assert fragment["type"] == "function" and fragment["function"]["name"]
@@ -37,18 +43,24 @@ def accumulate(deltas: list[dict[str, Any]]) -> dict[str, Any]:
                 )
             else:
                 assert index == len(calls) - 1, "argument fragment for a call that is not the latest"
+                assert index not in errors, "argument fragment after the call's error"
                 assert set(fragment) == {"index", "function"} and set(fragment["function"]) == {"arguments"}
                 calls[index]["arguments"].append(fragment["function"]["arguments"])
     out_calls = []
-    for call in calls:
+    for index, call in enumerate(calls):
         raw = "".join(call["arguments"])
         try:
             arguments = json.loads(raw)
         except ValueError:
             arguments = raw
-        out_calls.append(
-            {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": arguments}}
-        )
+        out: dict[str, Any] = {
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["name"], "arguments": arguments},
+        }
+        if index in errors:
+            out["error"] = errors[index]
+        out_calls.append(out)
     return {
         "role": "assistant",
         "content": "".join(content) or None,

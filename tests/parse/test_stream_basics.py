@@ -37,7 +37,8 @@ CASES = [
         None,
         "<tool_call>\n<function=f>\n<parameter=n>\n1\n</parameter>\n<parameter=s>\nx </parameter> y\n</parameter>\n"
         "</function>\n</tool_call>",
-        {"content": None, "reasoning_content": None, "calls": [("f", {"n": 1, "s": "x"})]},
+        # A close marker not followed by another parameter or the function's close is value text (#16).
+        {"content": None, "reasoning_content": None, "calls": [("f", {"n": 1, "s": "x </parameter> y"})]},
     ),
 ]
 

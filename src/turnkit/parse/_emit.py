@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 from turnkit._json import loads_or_none
-from turnkit.messages import AssistantMessage, ToolCall
+from turnkit.errors import ToolCallError
+from turnkit.messages import AssistantMessage, CallError, ToolCall
 
 __all__ = ["CONTENT", "REASONING", "Delta", "Emitter"]
 
@@ -49,7 +50,7 @@ _JSON_LAST = frozenset('}]"0123456789elNy')
 
 
 class _Call:
-    __slots__ = ("name", "id", "parts", "value", "done", "valid", "seen")
+    __slots__ = ("name", "id", "parts", "value", "done", "valid", "seen", "error")
 
     def __init__(self, name: str, call_id: str) -> None:
         self.name = name
@@ -59,6 +60,7 @@ class _Call:
         self.done = False
         self.valid = False
         self.seen = -1
+        self.error: CallError | None = None
 
     def arguments(self) -> Any:
         """The arguments as the message shows them: decoded when they are valid JSON, else the raw text."""
@@ -89,9 +91,13 @@ class Emitter:
         "_open_parts",
         "_hold",
         "_bad_calls",
+        "known_tools",
+        "strict",
     )
 
-    def __init__(self, *, strip: bool, id_pattern: str) -> None:
+    def __init__(
+        self, *, strip: bool, id_pattern: str, known_tools: frozenset[str] | None = None, strict: bool = False
+    ) -> None:
         self.deltas: list[Delta] = []
         self._texts = {CONTENT: _Text(), REASONING: _Text()}
         self.calls: list[_Call] = []
@@ -106,6 +112,10 @@ class Emitter:
         self._open_parts: list[str] = []
         # While a region is held: the deltas index it starts at and the state to restore if it is dropped.
         self._hold: tuple[int, int, int, int, dict[str, str], dict[str, bool], bool, int] | None = None
+        self.known_tools = known_tools
+        """The request's tool names (``tools=`` given): a call to any other name is flagged ``unknown_tool``."""
+        self.strict = strict
+        """Raise :class:`~turnkit.errors.ToolCallError` on a per-call error instead of flagging the call."""
 
     # -- holding a region back ---------------------------------------------------------------------
     def hold(self) -> None:
@@ -225,8 +235,9 @@ class Emitter:
         calls[-1].parts.parts.append(text)
         return [{"tool_calls": [{"index": len(calls) - 1, "function": {"arguments": text}}]}]
 
-    def end_call(self) -> None:
-        """The current call's arguments are complete: decode them once."""
+    def end_call(self, *, cut: bool = False) -> None:
+        """The current call's arguments are complete (``cut``: the output ended inside them): decode them
+        once, then check the call (a known tool name, a JSON object as arguments)."""
         call = self.calls[-1]
         if call.done:
             return
@@ -242,6 +253,44 @@ class Emitter:
                 call.value, call.valid = raw, False
         if call.valid:
             self._bad_calls -= 1
+        self._check(len(self.calls) - 1, cut=cut)
+
+    def _check(self, index: int, *, cut: bool) -> None:
+        call = self.calls[index]
+        known = self.known_tools
+        if known is not None and call.name not in known:
+            names = sorted(known)
+            offered = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "") or "none"
+            self.flag(index, "unknown_tool", f"{call.name!r} is not one of the request's tools ({offered})")
+        elif cut and not call.valid:
+            self.flag(index, "incomplete", "the output ended inside the call's arguments")
+        elif not call.valid:
+            self.flag(index, "invalid_arguments", "the arguments are not valid JSON")
+        elif not isinstance(call.value, dict):
+            kind = type(call.value).__name__
+            self.flag(index, "invalid_arguments", f"the arguments are JSON but not an object ({kind})")
+
+    def flag(self, index: int, code: str, message: str) -> None:
+        """Give call ``index`` a per-call error (once): on the call in the message and as an ``error`` key in
+        one more delta for that call — or, ``strict``, raise :class:`~turnkit.errors.ToolCallError`."""
+        call = self.calls[index]
+        if call.error is not None:
+            return
+        if self.strict:
+            raise ToolCallError(f"tool call {index} ({call.name!r}): {message}", index=index, code=code)
+        call.error = {"code": code, "message": message}
+        self._seal()
+        self.deltas.append({"tool_calls": [{"index": index, "error": {"code": code, "message": message}}]})
+
+    def cut_open_calls(self) -> None:
+        """End of output: a call still open (its arguments unfinished) gets the error ``incomplete``."""
+        calls = self.calls
+        if calls and not calls[-1].done:
+            known = self.known_tools
+            if known is not None and calls[-1].name not in known:
+                self._check(len(calls) - 1, cut=True)
+            else:
+                self.flag(len(calls) - 1, "incomplete", "the output ended inside the call")
 
     @property
     def in_call(self) -> bool:
@@ -277,9 +326,14 @@ class Emitter:
         n_calls, n_content, n_reasoning, incomplete, bad_calls = self._returned()
         calls: list[ToolCall] = []
         for call in self.calls[:n_calls]:
-            calls.append(
-                {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments()}}
-            )
+            entry: ToolCall = {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments()},
+            }
+            if call.error is not None:
+                entry["error"] = {"code": call.error["code"], "message": call.error["message"]}
+            calls.append(entry)
         message: AssistantMessage = {
             "role": "assistant",
             "content": self._texts[CONTENT].upto(n_content) or None,

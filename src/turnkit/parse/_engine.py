@@ -24,7 +24,11 @@ from turnkit.parse._json_scan import JsonDepthGauge
 from turnkit.parse._markers import MarkerScanner, MarkerSet
 from turnkit.parse._spec import FormatSpec, Harmony, Reasoning, Section, ToolRegion
 
-__all__ = ["StreamParser", "tool_types"]
+__all__ = ["FINISH_REASONS", "StreamParser", "tool_types"]
+
+FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter")
+"""The ``finish_reason`` values a framed stream's last delta may carry (OpenAI's, less the legacy
+``function_call``)."""
 
 
 class _Mode(enum.Enum):
@@ -109,10 +113,18 @@ class _Compiled:
             reopen = getattr(region.body, "function_open", None)
             markers = [m for m in (region.close, reopen) if m]
             self.close_markers[id(region)] = MarkerSet(markers)
+        self._stray_close: dict[str, MarkerSet] = {}
         if harmony is not None:
             self.header_markers = MarkerSet([harmony.message, *harmony.ends])
             self.h_text_markers = MarkerSet([*harmony.ends, *harmony.header_opens])
             self.header_patterns = _HeaderPatterns(harmony)
+
+    def stray_close_markers(self, close: str) -> MarkerSet:
+        """Content markers plus a region's close marker (met after text that followed the region's body)."""
+        found = self._stray_close.get(close)
+        if found is None:
+            found = self._stray_close[close] = MarkerSet([*self.content_actions, close])
+        return found
 
 
 class _HeaderPatterns:
@@ -175,13 +187,19 @@ class StreamParser:
         *,
         prefix: str | None = None,
         tools: list[dict[str, Any]] | None = None,
-        limits: Limits = DEFAULT_LIMITS,
+        limits: Limits | None = None,
+        strict: bool = False,
+        frame: bool = False,
     ) -> None:
         self.spec = spec
         self._c = _compiled(spec)
-        self._limits = limits
+        self._limits = limits = limits or DEFAULT_LIMITS
         self._types = tool_types(tools)
-        self._out = Emitter(strip=spec.strip, id_pattern=spec.ids)
+        known = frozenset(self._types) if tools is not None else None
+        self._out = Emitter(strip=spec.strip, id_pattern=spec.ids, known_tools=known, strict=strict)
+        self._frame = frame
+        if frame:  # the message frame's first delta: returned first by the first ``feed`` (or ``close``)
+            self._out.deltas.append({"role": "assistant"})
         self._closed = ""  # "", or why the parser takes no more input: "closed" or "failed"
         self._final = False  # close(): the held tail is scanned with nothing held back
         self._size = 0
@@ -197,6 +215,8 @@ class StreamParser:
         # tool regions
         self._section: Section | None = None
         self._region: _Region | None = None
+        self._after_space = ""  # whitespace after a body, before its region's close marker
+        self._stray_close: str | None = None  # a left region's close marker, framing if it still comes
         # harmony
         self._header = ""
         self._field = CONTENT  # where a harmony message's text goes ("" = nowhere)
@@ -229,7 +249,7 @@ class StreamParser:
                 region = self._region
                 assert region is not None
                 region.raw.append(text)
-            elif self._mode is _BODY and text:
+            elif self._mode is _BODY and text and not self._out.deltas:
                 region = self._region
                 body = region.body if region is not None else None
                 if body is not None:
@@ -242,17 +262,31 @@ class StreamParser:
             self._closed = "failed"
             raise
 
-    def close(self) -> list[Delta]:
-        """End of output: release held text, close open regions (flagging truncation)."""
+    def close(self, *, finish_reason: str | None = None) -> list[Delta]:
+        """End of output: release held text, close open regions (flagging truncation).
+
+        With ``frame=True`` the last delta returned is ``{"finish_reason": ...}``: ``finish_reason`` as given
+        (``"length"`` when the caller knows the output was cut at the token limit, ``"content_filter"``), else
+        ``"tool_calls"`` if the message has a call, else ``"stop"``."""
         if self._closed:
             raise UsageError(f"close() on a {self._closed} stream parser")
+        if finish_reason is not None:
+            if not self._frame:
+                raise UsageError("close(finish_reason=...) needs a framed stream: stream(frame=True)")
+            if finish_reason not in FINISH_REASONS:
+                raise UsageError(f"finish_reason must be one of {', '.join(FINISH_REASONS)}, not {finish_reason!r}")
         self._closed = "closed"
         try:
             self._finish()
+            out = self._out.take()
+            if self._frame:
+                if finish_reason is None:
+                    finish_reason = "tool_calls" if self._out.calls else "stop"
+                out.append({"finish_reason": finish_reason})
         except BaseException:
             self._closed = "failed"
             raise
-        return self._out.take()
+        return out
 
     @property
     def message(self) -> AssistantMessage:
@@ -323,6 +357,7 @@ class StreamParser:
             return
         self._mode = _CONTENT
         self._scanner = MarkerScanner(self._c.content_markers)
+        self._stray_close = None
 
     # -- the machine ------------------------------------------------------------------------------------
     def _run(self, text: str) -> None:
@@ -402,19 +437,26 @@ class StreamParser:
         return self._enter_body(call_region, marker, text)
 
     def _after_body(self, text: str) -> str:
-        """After a body that ended before its region's close marker: the close marker, or another call."""
+        """After a body that ended before its region's close marker: the close marker, or another call.
+
+        Text there (``[f()] note<|tool_call_end|>``) is content, the whitespace before it kept whatever the
+        chunking; the region's close marker, if it still comes, is framing and is dropped."""
         before, marker, text = self._scanner.scan(text, self._final)
         region = self._region
         assert region is not None
-        if marker is None:
-            if before.strip():
-                held = self._scanner.flush()
-                self._leave_region()
-                return before + held
-            return text
         if before.strip():
+            space, self._after_space = self._after_space, ""
+            held = self._scanner.flush() if marker is None else ""
             self._leave_region()
-            return before + marker + text
+            close = region.spec.close
+            if self._mode is _CONTENT and close is not None and close not in self._c.content_actions:
+                self._stray_close = close
+                self._scanner = MarkerScanner(self._c.stray_close_markers(close))
+            return space + before + held + ("" if marker is None else marker + text)
+        if marker is None:
+            self._after_space += before
+            return text
+        self._after_space = ""
         if marker == region.spec.close:
             self._leave_region()
             return text
@@ -428,6 +470,10 @@ class StreamParser:
         self._out.text(CONTENT, text)
 
     def _content_marker(self, marker: str, text: str) -> str:
+        if marker == self._stray_close:
+            self._stray_close = None
+            self._scanner = MarkerScanner(self._c.content_markers)
+            return text
         kind, target = self._c.content_actions[marker]
         if kind is _Action.REASONING:
             self._enter_reasoning(target, held=target.needs_end, opening=marker)
@@ -539,9 +585,22 @@ class StreamParser:
 
     def _harmony_text(self, text: str) -> None:
         if self._mode is _H_ARGS:
-            assert self._gauge is not None
-            self._gauge.feed(text)
-            self._out.args(text)
+            gauge = self._gauge
+            if gauge is None:  # the arguments object ended: whitespace after it is dropped, text is content
+                text = text.lstrip()
+                if text:
+                    self._mode = _H_TEXT
+                    self._field = CONTENT
+                    self._out.text(CONTENT, text)
+                return
+            end = gauge.feed_to_end(text)
+            if end < 0:
+                self._out.args(text)
+                return
+            self._out.args(text[:end])
+            self._out.end_call()
+            self._gauge = None
+            self._harmony_text(text[end:])
         elif self._field:
             self._out.text(self._field, text)
 
@@ -608,7 +667,7 @@ class StreamParser:
             if held:
                 self._harmony_text(held)
             if mode is _H_ARGS:
-                out.end_call()
+                out.end_call(cut=True)
         elif mode is _HEADER and (self._header + held).strip():
             out.incomplete = True
         if out.holding:
@@ -619,6 +678,7 @@ class StreamParser:
             out.drop()
             self._mode = _CONTENT
             self._content("".join(region.raw))
+        out.cut_open_calls()
 
 
 def _opens_reasoning(reasoning: Reasoning, prefix: str | None) -> bool:

@@ -108,7 +108,14 @@ class JsonDepthGauge:
         self.max_depth = max_depth
 
     def feed(self, text: str) -> None:
-        pos, end = 0, len(text)
+        pos = 0
+        while 0 <= pos < len(text):
+            pos = self.feed_to_end(text, pos)
+
+    def feed_to_end(self, text: str, pos: int = 0) -> int:
+        """Feed ``text`` from ``pos``; the position just past the bracket that closes the outermost object or
+        array, or -1 when none closes in ``text`` (reading stops at that position)."""
+        end = len(text)
         while pos < end:
             if self.escape:
                 self.escape = False
@@ -116,7 +123,7 @@ class JsonDepthGauge:
             elif self.in_string:
                 found = _STRING_STOP.search(text, pos)
                 if found is None:
-                    return
+                    return -1
                 pos = found.end()
                 if found.group() == "\\":
                     self.escape = True
@@ -125,7 +132,7 @@ class JsonDepthGauge:
             else:
                 found = _NEST_STOP.search(text, pos)
                 if found is None:
-                    return
+                    return -1
                 pos = found.end()
                 char = found.group()
                 if char == '"':
@@ -136,6 +143,9 @@ class JsonDepthGauge:
                         raise too_deep(self.max_depth, text, pos - 1)
                 elif self.depth:
                     self.depth -= 1
+                    if not self.depth:
+                        return pos
+        return -1
 
 
 def too_deep(max_depth: int, text: str, pos: int) -> LimitExceededError:

@@ -41,14 +41,22 @@ class OutputFormat:
         *,
         prefix: str | None = None,
         tools: list[dict[str, Any]] | None = None,
-        limits: Limits = DEFAULT_LIMITS,
+        limits: Limits | None = None,
+        strict: bool = False,
+        frame: bool = False,
     ) -> StreamParser:
         """A new push parser: ``feed(text) -> deltas``, ``close() -> deltas``.
 
         ``prefix`` is the rendered prompt (a prompt that ended inside ``<think>`` makes the output start in
-        reasoning); ``tools`` (OpenAI-style tool definitions) types XML and pythonic arguments.
+        reasoning); ``tools`` (OpenAI-style tool definitions) types XML and pythonic arguments, and a call to
+        a name not among them gets the per-call error ``unknown_tool``. ``strict``: a call that cannot be
+        right raises :class:`~turnkit.errors.ToolCallError` instead of carrying an ``error``. ``frame``: the
+        deltas get OpenAI's message frame, ``{"role": "assistant"}`` first and ``{"finish_reason": ...}``
+        last (see :meth:`StreamParser.close`).
         """
-        return StreamParser(self.spec, prefix=prefix, tools=tools, limits=limits)
+        return StreamParser(
+            self.spec, prefix=prefix, tools=tools, limits=limits or DEFAULT_LIMITS, strict=strict, frame=frame
+        )
 
     def parse(
         self,
@@ -56,10 +64,12 @@ class OutputFormat:
         *,
         prefix: str | None = None,
         tools: list[dict[str, Any]] | None = None,
-        limits: Limits = DEFAULT_LIMITS,
+        limits: Limits | None = None,
+        strict: bool = False,
     ) -> AssistantMessage:
-        """The whole output as one message: exactly a new stream fed once and closed."""
-        parser = self.stream(prefix=prefix, tools=tools, limits=limits)
+        """The whole output as one message: exactly a new stream fed once and closed (``strict``: see
+        :meth:`stream`)."""
+        parser = self.stream(prefix=prefix, tools=tools, limits=limits, strict=strict)
         parser.feed(text)
         parser.close()
         return parser.message

@@ -101,6 +101,9 @@ class JsonCalls:
     """Start a call only when its object is complete, so an ``id`` written after the arguments is used."""
     or_named: JsonArgs | None = None
     """When the body does not start with ``{`` or ``[``, read it as this ``NAME{args}`` encoding instead."""
+    separators: str = ""
+    """Characters that frame a call from what follows it (Llama 3's ``;`` between calls): one of them right
+    after a call, with the whitespace around it, is dropped — never content."""
 
 
 @dataclass(frozen=True)

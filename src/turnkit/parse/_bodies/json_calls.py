@@ -47,11 +47,26 @@ class _State(enum.Enum):
     """After a wrapped value: the closing ``</tag>``."""
     DONE = enum.auto()
     """The value ended; the rest is not the body's."""
+    SEP = enum.auto()
+    """After a call, when a separator may follow it (``JsonCalls.separators``)."""
 
 
-_START, _FENCE, _WRAP_OPEN, _OBJ, _KEY, _COLON, _VALUE, _AFTER, _LIST_NEXT, _REPEAT, _FENCE_TAIL, _WRAP_CLOSE, _DONE = (
-    _State
-)
+(
+    _START,
+    _FENCE,
+    _WRAP_OPEN,
+    _OBJ,
+    _KEY,
+    _COLON,
+    _VALUE,
+    _AFTER,
+    _LIST_NEXT,
+    _REPEAT,
+    _FENCE_TAIL,
+    _WRAP_CLOSE,
+    _DONE,
+    _SEP,
+) = _State
 
 
 class _Role(enum.Enum):
@@ -110,6 +125,8 @@ class JsonCallsBody(Body):
         self.started = False
         self.pending_args: str | None = None
         self.string_args = False
+        self.sep_space = ""  # whitespace after a call, given back unless a separator follows
+        self.sep_seen = False
 
     def _reset_object(self) -> None:
         self.name = None
@@ -132,6 +149,8 @@ class JsonCallsBody(Body):
                 step = self._key(text, pos)
             elif state is _DONE:
                 return text[pos:]
+            elif state is _SEP:
+                step = self._separator(text, pos)
             elif state is _FENCE_TAIL or state is _WRAP_CLOSE or state is _WRAP_OPEN:
                 step = self._edge(text, pos)
             else:
@@ -253,8 +272,28 @@ class JsonCallsBody(Body):
             return _End(self._done(text[pos + 1 :]))
         return _End(self._give_up(text[pos:]))
 
+    def _separator(self, text: str, pos: int) -> int | _End:
+        """SEP: whitespace, at most one separator, whitespace; then the rest is not the body's."""
+        end = len(text)
+        while pos < end:
+            char = text[pos]
+            if char in WS:
+                if not self.sep_seen:
+                    self.sep_space += char
+                pos += 1
+            elif not self.sep_seen and char in self.spec.separators:
+                self.sep_seen = True
+                pos += 1
+            else:
+                rest = text[pos:] if self.sep_seen else self.sep_space + text[pos:]
+                self.state = _DONE
+                return _End(self._done(rest))
+        return pos
+
     def _object_done(self, text: str, pos: int) -> int | _End:
         self._finish_object()
+        if self.state is _SEP:
+            return pos
         if self.state is _DONE:
             return _End(self._done(text[pos:]))
         return pos
@@ -426,6 +465,9 @@ class JsonCallsBody(Body):
             self.state = _LIST_NEXT
         elif self.spec.repeat:
             self.state = _REPEAT
+        elif self.spec.separators and self.produced and not self.wrapped and not self.fenced:
+            self.state = _SEP
+            self.sep_space, self.sep_seen = "", False
         else:
             self.state = _DONE
 
@@ -471,6 +513,7 @@ class JsonCallsBody(Body):
             or state is _REPEAT
             or state is _WRAP_OPEN
             or state is _WRAP_CLOSE
+            or state is _SEP
         ):
             return
         if state is not _LIST_NEXT or self.started:

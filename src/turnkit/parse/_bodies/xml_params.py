@@ -41,9 +41,12 @@ class _State(enum.Enum):
     """Before the value's own opening marker (``value_open``)."""
     VALUE = enum.auto()
     """Inside a raw value."""
+    CLOSING = enum.auto()
+    """After a value's close marker: it closes the value only if what follows (whitespace aside) is another
+    parameter, the function's or the region's close, or the end of the output; else it is value text."""
 
 
-_AWAIT, _NAME, _PARAMS, _KEY, _VALUE_OPEN, _VALUE = _State
+_AWAIT, _NAME, _PARAMS, _KEY, _VALUE_OPEN, _VALUE, _CLOSING = _State
 
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\u2028\u2029]')
 
@@ -87,6 +90,8 @@ class XmlParamsBody(Body):
         self.value_started = False
         self.held_newline = ""
         self.value_parts: list[str] = []
+        self.followers = tuple(m for m in (spec.param_open, spec.function_close, region_close) if m)
+        self.closing = ""  # the text after a value's close marker, until it decides
 
     def feed(self, text: str) -> Fed:
         spec = self.spec
@@ -168,12 +173,26 @@ class XmlParamsBody(Body):
                 self._value_text(before)
                 if marker is None:
                     return None
-                self._value_end()
                 if marker == spec.param_close:
-                    self.state = _PARAMS
+                    self.state = _CLOSING
+                    self.closing = ""
                 else:
+                    self._value_end()
                     text = marker + text
                     self.state = _PARAMS
+            elif state is _CLOSING:
+                self.closing += text
+                head = self.closing.lstrip()
+                closes = any(head.startswith(f) for f in self.followers)
+                if not closes and (not head or any(f.startswith(head) for f in self.followers)):
+                    return None  # may still become a follower
+                text, self.closing = self.closing, ""
+                if closes:
+                    self._value_end()
+                    self.state = _PARAMS
+                else:  # the close marker was part of the value: read on as value text
+                    self._value_text(spec.param_close)
+                    self.state = _VALUE
         return None
 
     def fast(self, text: str) -> list[Delta] | None:
@@ -241,6 +260,9 @@ class XmlParamsBody(Body):
         self.value_parts = []
 
     def close(self) -> None:
+        if self.state is _CLOSING:  # the output ended after a close marker: it closed the value
+            self._value_end()
+            self.state = _PARAMS
         state = self.state
         if state is _AWAIT and not self.out.in_call:
             return

@@ -5,7 +5,8 @@ from __future__ import annotations
 from turnkit.parse._spec import FormatSpec, JsonCalls, Pythonic, ToolRegion
 from turnkit.parse.builtin._tokens import EOM, EOT, PYTHON_TAG
 
-LLAMA_JSON = JsonCalls(args_keys=("parameters", "arguments"), require_args=True)
+LLAMA_JSON = JsonCalls(args_keys=("parameters", "arguments"), require_args=True, separators=";")
+"""Llama 3 writes several calls as ``{...}; {...}``: the ``;`` is framing (vLLM splits the calls on it)."""
 
 FORMATS = (
     FormatSpec(
