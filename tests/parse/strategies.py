@@ -12,18 +12,18 @@ from turnkit.parse import FormatSpec
 _SKIP_FIELDS = {"name", "description", "notes", "ids", "aliases"}
 
 
-def _markers(value: Any) -> set[str]:
+def markers_of(value: Any) -> set[str]:
     found: set[str] = set()
     if isinstance(value, str):
         if value:
             found.add(value)
     elif isinstance(value, tuple):
         for item in value:
-            found |= _markers(item)
+            found |= markers_of(item)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for field in dataclasses.fields(value):
             if field.name not in _SKIP_FIELDS:
-                found |= _markers(getattr(value, field.name))
+                found |= markers_of(getattr(value, field.name))
     return found
 
 
@@ -54,6 +54,6 @@ _SNIPPETS = [
 
 
 def format_outputs(spec: FormatSpec) -> st.SearchStrategy[str]:
-    pieces = sorted(_markers(spec)) + _SNIPPETS
+    pieces = sorted(markers_of(spec)) + _SNIPPETS
     fragment = st.one_of(st.sampled_from(pieces), st.text(alphabet='ab <>{}"[]:,=\n\\\x00\x1b', max_size=6))
     return st.lists(fragment, max_size=14).map("".join)

@@ -57,10 +57,10 @@ def test_one_megabyte_of_garbage_is_linear(name: str) -> None:
         "deepseek_v3_2_dsml",
     ],
 )
-def test_marker_soup_with_real_markers(name: str) -> None:
-    from tests.parse.test_properties import _markers
+def test_marker_soup_with_realmarkers_of(name: str) -> None:
+    from tests.parse.strategies import markers_of
 
-    markers = sorted(_markers(load_format(name).spec))
+    markers = sorted(markers_of(load_format(name).spec))
     rng = random.Random(7)
     text = "".join(rng.choice(markers + ["x", "{", '"', "\n"]) for _ in range(50_000))
     started = time.perf_counter()

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.parse.test_properties import _outputs
+from tests.parse.strategies import format_outputs
 from tests.serve.wire import agui_message, check_ui_chunks, sse_data, ui_message, verify_agui
 from turnkit.agent import AgentEvent, StepFinished
 from turnkit.parse import list_formats, load_format
@@ -66,7 +66,7 @@ def test_every_format_maps_the_same_whole_and_rechunked(name: str) -> None:
         derandomize=True,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )
-    @given(output=_outputs(load_format(name).spec), chunk=st.integers(1, 9))
+    @given(output=format_outputs(load_format(name).spec), chunk=st.integers(1, 9))
     def run(output: str, chunk: int) -> None:
         _check(name, output, chunk)
 
