@@ -2,6 +2,7 @@
 
     python bench/sync.py            # 1 KB, 10 KB, 100 KB report documents, 4-character chunks
     python bench/sync.py --quick    # 1 KB and 10 KB
+    python bench/sync.py --http 5000 --ops 20   # concurrent streams over real HTTP: op delivery latency
 
 For every chunk of model output the server sends the client what changed. Compared (UTF-8 bytes of
 the event data, summed over the stream, divided by the document's bytes):
@@ -120,12 +121,123 @@ def slow_subscriber(chunks: list[str], every: int) -> tuple[int, int, int]:
     return events, received, run.seq
 
 
+async def _http_load(streams: int, ops: int, interval: float) -> dict[str, Any]:
+    """``streams`` SyncRuns on a real uvicorn (this process, its own thread and loop), one raw-socket SSE client
+    each (asyncio streams, lighter than httpx, so the client costs less of the shared CPU); every ``interval``
+    seconds each run publishes one ``append`` op. Latency = client receive time - publish time (same clock)."""
+    import asyncio
+    import threading
+
+    import uvicorn
+
+    from turnkit.serve import create_app, embedded_gateway
+    from turnkit.serve._sync import SyncRegistry
+
+    registry = SyncRegistry(max_runs=streams + 10)
+    app = create_app(embedded_gateway(), sync=registry)
+    holder: dict[str, Any] = {}
+
+    async def grab(request: Any) -> Any:
+        from starlette.responses import PlainTextResponse
+
+        holder["loop"] = asyncio.get_running_loop()
+        return PlainTextResponse("ok")
+
+    app.add_route("/_loop", grab, methods=["GET"])
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", backlog=streams + 100)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /_loop HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    await reader.read()
+    writer.close()
+    loop = holder["loop"]
+    runs = [registry.create(None, run_id=f"r{i}") for i in range(streams)]
+    published: dict[int, float] = {}
+    latencies: list[float] = []
+    problems: list[str] = []
+
+    async def client(run_id: str) -> None:
+        r, w = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
+        w.write(f"GET /v1/streams/{run_id}/events HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        seqs: list[int] = []
+        while True:
+            line = await r.readline()
+            if not line:
+                break
+            if line.startswith(b"id: "):
+                seq = int(line[4:])
+                now = time.perf_counter()
+                if seq in published:
+                    latencies.append(now - published[seq])
+                seqs.append(seq)
+            elif line.startswith(b"event: end"):
+                break
+        w.close()
+        expected = list(range(seqs[0], seqs[0] + len(seqs))) if seqs else []
+        if seqs != expected or seqs[-1] != ops + 1:
+            problems.append(f"{run_id}: seqs {seqs[:5]}...{seqs[-3:]}")
+
+    tasks = [asyncio.ensure_future(client(run.id)) for run in runs]
+    deadline = time.monotonic() + 120
+    while sum(run.subscribers for run in runs) < streams and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    connected = sum(run.subscribers for run in runs)
+
+    def start_doc() -> None:
+        for run in runs:
+            run.publish([{"op": "add", "path": "", "value": {"t": ""}}])
+
+    loop.call_soon_threadsafe(start_doc)
+    for _i in range(ops):
+        await asyncio.sleep(interval)
+
+        def tick() -> None:
+            t = time.perf_counter()
+            for run in runs:
+                seq = run.publish([{"op": "append", "path": "/t", "value": "word "}])
+            published[seq] = t  # every run has the same seq at the same step
+
+        loop.call_soon_threadsafe(tick)
+    await asyncio.sleep(interval)
+    loop.call_soon_threadsafe(lambda: [run.close() for run in runs])
+    await asyncio.wait_for(asyncio.gather(*tasks), 300)
+    server.should_exit = True
+    thread.join(10)
+    latencies.sort()
+    pick = (lambda q: latencies[min(len(latencies) - 1, int(len(latencies) * q))] * 1000) if latencies else None
+    return {
+        "streams": streams,
+        "connected": connected,
+        "ops": len(latencies),
+        "expected_ops": streams * ops,
+        "p50_ms": pick(0.5) if pick else None,
+        "p99_ms": pick(0.99) if pick else None,
+        "max_ms": latencies[-1] * 1000 if latencies else None,
+        "problems": problems[:5],
+        "lost_or_duplicated": len(problems),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--http", type=int, metavar="STREAMS", help="only the HTTP load test, with STREAMS streams")
+    parser.add_argument("--ops", type=int, default=20, help="--http: ops published per stream")
+    parser.add_argument("--interval", type=float, default=0.5, help="--http: seconds between ops")
     parser.add_argument("--quick", action="store_true", help="1 KB and 10 KB only")
     parser.add_argument("--chunk", type=int, default=4, help="characters per chunk")
     parser.add_argument("--repeat", type=int, default=5, help="samples per timing (median)")
     args = parser.parse_args(argv)
+    if args.http:
+        import asyncio
+
+        result = asyncio.run(_http_load(args.http, args.ops, args.interval))
+        print(json.dumps(result, indent=2))
+        return 0
     sizes = [("1 KB", 1_000), ("10 KB", 10_000)] + ([] if args.quick else [("100 KB", 100_000)])
     print(f"Python {sys.version.split()[0]}, {args.chunk}-character chunks; bytes sent / document bytes\n")
     header = (

@@ -28,6 +28,14 @@ if command -v npm >/dev/null; then
         fi
     done
 fi
+# Chromium for the /demo browser test (tests/serve/test_demo_browser.py, Playwright from the test extra drives
+# Debian's chromium; it downloads no browser), with CJK and emoji fonts for the screenshots. Installed only when
+# missing, and only as root with apt-get; otherwise the test skips (fails under CI=true) and says why.
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null \
+    && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk fonts-noto-color-emoji >/dev/null
+fi
 export PATH="$PWD/.venv/bin:$PWD/.refs/node/node_modules/.bin:$PATH"
 
 echo "== ruff"

@@ -25,7 +25,7 @@ def sse_data(raw: bytes) -> list[str]:
 # -- AG-UI ------------------------------------------------------------------------------------------
 AGUI_FIELDS: dict[str, tuple[set[str], set[str]]] = {  # type -> (required, optional) in camelCase
     "RUN_STARTED": ({"threadId", "runId"}, set()),
-    "RUN_FINISHED": ({"threadId", "runId"}, {"usage"}),
+    "RUN_FINISHED": ({"threadId", "runId"}, {"usage", "result"}),
     "RUN_ERROR": ({"message"}, {"code"}),
     "STEP_STARTED": ({"stepName"}, set()),
     "STEP_FINISHED": ({"stepName"}, set()),
@@ -41,6 +41,9 @@ AGUI_FIELDS: dict[str, tuple[set[str], set[str]]] = {  # type -> (required, opti
     "TOOL_CALL_ARGS": ({"toolCallId", "delta"}, set()),
     "TOOL_CALL_END": ({"toolCallId"}, set()),
     "TOOL_CALL_RESULT": ({"messageId", "toolCallId", "content", "role"}, set()),
+    "STATE_SNAPSHOT": ({"snapshot"}, set()),
+    "STATE_DELTA": ({"delta"}, set()),
+    "CUSTOM": ({"name", "value"}, set()),
 }
 
 
@@ -59,7 +62,11 @@ def verify_agui(events: list[dict[str, Any]]) -> None:
         required, optional = AGUI_FIELDS[kind]
         keys = set(event) - {"type"}
         assert required <= keys <= required | optional, (kind, keys)
-        assert all(isinstance(event[k], str) for k in keys if k in ("messageId", "toolCallId", "delta"))
+        assert all(
+            isinstance(event[k], str)
+            for k in keys
+            if k in ("messageId", "toolCallId", "delta") and kind != "STATE_DELTA"
+        )
         if kind in ("TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", "TOOL_CALL_ARGS"):
             assert event["delta"], f"empty delta in {kind}"
         mid = event.get("messageId")

@@ -20,6 +20,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from turnkit.serve._errors import ServeError
 from turnkit.serve._gateway import Gateway
 from turnkit.serve._http import DEFAULT_MAX_BODY_BYTES, error_response
+from turnkit.serve._sync import SyncRegistry
+from turnkit.serve.protocols.sync import sync_registry
 
 __all__ = ["PROTOCOLS", "create_app"]
 
@@ -30,6 +32,7 @@ PROTOCOLS: tuple[str, ...] = (
     "openai_chat",
     "agui",
     "ai_sdk",
+    "sync",
 )
 
 OPEN_PATHS = frozenset({"/healthz"})
@@ -106,12 +109,19 @@ def protocol_routes(gateway: Gateway) -> list[BaseRoute]:
 
 
 def create_app(
-    gateway: Gateway, *, api_key: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    gateway: Gateway,
+    *,
+    api_key: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    sync: SyncRegistry | None = None,
 ) -> Starlette:
     """The ASGI app serving ``gateway`` over every protocol; ``api_key`` turns on bearer auth.
 
+    ``sync`` is the registry of the sync streams (``app.state.sync``; default: one with a 300 s TTL).
+
     The app owns the gateway: its lifespan shutdown closes it (and the backend's connections).
     """
+    app_sync = sync_registry(gateway, sync)
     routes: list[BaseRoute] = [Route("/healthz", _healthz, methods=["GET"]), _models(gateway)]
     routes.extend(protocol_routes(gateway))
     handlers: dict[Any, Any] = {ServeError: _serve_error, HTTPException: _http_error, Exception: _internal_error}
@@ -124,6 +134,7 @@ def create_app(
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
     app.state.gateway = gateway
     app.state.max_body_bytes = max_body_bytes
+    app.state.sync = app_sync
     if api_key:
         app.add_middleware(BearerAuth, api_key=api_key)
     return app

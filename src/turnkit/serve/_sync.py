@@ -29,12 +29,12 @@ import itertools
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from turnkit._json import json_copy
+from turnkit._json import escape_token, json_copy, split_pointer
 from turnkit.errors import LimitExceededError, TurnkitError, UsageError
 from turnkit.structured import (
     JsonStream,
@@ -46,6 +46,7 @@ from turnkit.structured import (
     coalesce_ops,
 )
 from turnkit.structured._live_document import LiveDocument
+from turnkit.structured._transforms import FunctionTransform, Transform
 from turnkit.structured._wire import _encode_str, _value_json
 
 __all__ = [
@@ -166,10 +167,14 @@ class SyncRun:
             raise UsageError("SyncRun bounds must be positive")
         self.id = run_id if run_id is not None else uuid.uuid4().hex
         self._marked: PartialMarkers | None = None
+        self._open_marks: dict[str, dict[str, bool]] | None = None  # markers=True on a StructuredStream
         if markers:
-            if not isinstance(source, JsonStream):
-                raise UsageError("markers=True needs a JsonStream source (its annotated() is what clients hold)")
-            self._marked = PartialMarkers(source)
+            if isinstance(source, JsonStream):
+                self._marked = PartialMarkers(source)
+            elif isinstance(source, StructuredStream):
+                self._open_marks = {}
+            else:
+                raise UsageError("markers=True needs a JsonStream or StructuredStream source")
         self._source = source
         self._doc = LiveDocument()
         self._seq = 0
@@ -266,6 +271,8 @@ class SyncRun:
         except TurnkitError as exc:
             self.fail(exc)
             raise
+        if self._open_marks is not None:
+            return self._publish_marked(ops)
         return self.publish(ops)
 
     def publish(self, ops: Sequence[Op]) -> int:
@@ -284,6 +291,10 @@ class SyncRun:
         except TurnkitError as exc:
             self.fail(exc)
             raise
+        return self._emit(ops)
+
+    def _emit(self, ops: list[Op]) -> int:
+        """Publish operations already applied to the client value."""
         self._seq += 1
         event = SyncEvent(self._seq, "patch", ops)
         size = len(event.data)
@@ -310,7 +321,10 @@ class SyncRun:
             except TurnkitError as exc:
                 self.fail(exc)
                 raise
-            self.publish(ops)
+            if self._open_marks is not None:
+                self._publish_marked(ops)
+            else:
+                self.publish(ops)
             if value is _MISSING:
                 if isinstance(source, StructuredStream):
                     value = source.result
@@ -407,6 +421,51 @@ class SyncRun:
 
     # ------------------------------------------------------------------ internals
 
+    def _publish_marked(self, ops: Sequence[Op]) -> int:
+        """``ops`` of a StructuredStream plus ``$partial`` markers on the open objects of the model's
+        document that the client value has at the same pointer (no transform, or one with keep=True).
+
+        As with PartialMarkers: markers of objects that closed are removed before the value operations,
+        new and changed ones are set (``add``) after them."""
+        source = self._source
+        marks = self._open_marks
+        assert isinstance(source, StructuredStream) and marks is not None
+        incomplete = source.incomplete
+        wanted: dict[str, dict[str, bool]] = {}
+        for i, pointer in enumerate(incomplete):
+            member = split_pointer(incomplete[i + 1])[-1] if i + 1 < len(incomplete) else None
+            wanted[pointer] = {member: True} if member is not None else {}
+        doc = self._doc
+        out: list[Op] = []
+        try:
+            for pointer in list(marks):
+                if pointer not in wanted:
+                    del marks[pointer]
+                    node = _resolve(doc.value, pointer)
+                    if isinstance(node, dict) and _MARKER in node:
+                        op: Op = {"op": "remove", "path": pointer + _MARKER_TOKEN}
+                        doc.apply(op)
+                        out.append(op)
+            for op in ops:
+                doc.apply(op)
+                out.append(op)
+            for pointer, mark in wanted.items():
+                node = _resolve(doc.value, pointer)
+                if not isinstance(node, dict):
+                    marks.pop(pointer, None)
+                    continue
+                marks[pointer] = mark
+                if node.get(_MARKER) != mark:
+                    op = {"op": "add", "path": pointer + _MARKER_TOKEN, "value": dict(mark)}
+                    doc.apply(op)
+                    out.append(op)
+        except TurnkitError as exc:
+            self.fail(exc)
+            raise
+        if not out:
+            return self._seq
+        return self._emit(out)
+
     def _check_open(self) -> None:
         if self._end is not None:
             raise UsageError(f"run {self.id} has ended", code="run_ended")
@@ -421,6 +480,25 @@ class SyncRun:
 
     def _unsubscribe(self, subscription: SyncSubscription) -> None:
         self._subscriptions.discard(subscription)
+
+
+_MARKER = "$partial"
+_MARKER_TOKEN = "/" + escape_token(_MARKER)
+
+
+def _resolve(doc: Any, pointer: str) -> Any:
+    """The value at ``pointer`` in ``doc``, or None."""
+    node = doc
+    if pointer == "":
+        return node
+    for token in split_pointer(pointer):
+        if isinstance(node, dict):
+            node = node.get(token)
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return None
+    return node
 
 
 class SyncSubscription:
@@ -557,7 +635,10 @@ class SyncSubscription:
 class SyncRegistry:
     """Runs by id: ``create`` / ``get`` / ``cancel`` / ``expire``. Finished runs stay readable for ``ttl``
     seconds; at most ``max_runs`` are kept (the oldest finished ones go first; when all are live,
-    creating one more is a LimitExceededError). ``run_options`` are passed to every :class:`SyncRun`."""
+    creating one more is a LimitExceededError). ``run_options`` are passed to every :class:`SyncRun`.
+
+    ``transforms`` names the transforms a client may ask for (``"transform": NAME`` in ``POST /v1/streams``);
+    add more with :meth:`add_transform`."""
 
     def __init__(
         self,
@@ -565,8 +646,10 @@ class SyncRegistry:
         ttl: float = 300.0,
         max_runs: int = 1024,
         clock: Callable[[], float] = time.monotonic,
+        transforms: Mapping[str, Transform | FunctionTransform] | None = None,
         **run_options: Any,
     ) -> None:
+        self.transforms: dict[str, Transform | FunctionTransform] = dict(transforms or {})
         self.ttl = ttl
         self.max_runs = max_runs
         self._clock = clock
@@ -594,6 +677,10 @@ class SyncRegistry:
         run = SyncRun(run_id, source, markers=markers, clock=self._clock, **{**self._run_options, **options})
         self._runs[run.id] = run
         return run
+
+    def add_transform(self, name: str, transform: Transform | FunctionTransform) -> None:
+        """Register a transform under ``name`` (what ``"transform": name`` in a request selects)."""
+        self.transforms[name] = transform
 
     def get(self, run_id: str) -> SyncRun | None:
         """The run, or None (unknown, or finished more than ``ttl`` seconds ago)."""

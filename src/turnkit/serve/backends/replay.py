@@ -17,12 +17,15 @@ __all__ = ["ReplayBackend", "ReplayRecord"]
 
 @dataclass(frozen=True, slots=True)
 class ReplayRecord:
-    """``output`` is streamed ``chunk`` characters at a time when ``match`` occurs in the prompt (or is None)."""
+    """``output`` is streamed ``chunk`` characters at a time when ``match`` occurs in the prompt (or is None).
+
+    ``delay`` (seconds between chunks) overrides the backend's for this record."""
 
     output: str
     match: str | None = None
     chunk: int = 4
     finish_reason: str = "stop"
+    delay: float | None = None
 
 
 class ReplayBackend:
@@ -70,18 +73,19 @@ class ReplayBackend:
         pieces = [text[i : i + size] for i in range(0, len(text), size)] or [""]
         usage = Usage(prompt_tokens=len(prompt.split()), completion_tokens=len(pieces))
         last = len(pieces) - 1
+        delay = self.delay if record.delay is None else record.delay
         for i, piece in enumerate(pieces):
             if i == last:
                 yield BackendChunk(piece, finish, usage)
             else:
                 yield BackendChunk(piece)
-                await asyncio.sleep(self.delay)
+                await asyncio.sleep(delay)
 
 
 def _record(raw: Any, where: str) -> ReplayRecord:
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: a replay record must be a JSON object")
-    unknown = set(raw) - {"match", "output", "chunk", "finish_reason"}
+    unknown = set(raw) - {"match", "output", "chunk", "finish_reason", "delay"}
     if unknown:
         raise ValueError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     output, match, chunk = raw.get("output"), raw.get("match"), raw.get("chunk", 4)
@@ -94,4 +98,7 @@ def _record(raw: Any, where: str) -> ReplayRecord:
         raise ValueError(f'{where}: "chunk" must be a positive integer')
     if finish not in ("stop", "length"):
         raise ValueError(f'{where}: "finish_reason" must be "stop" or "length"')
-    return ReplayRecord(output=output, match=match, chunk=chunk, finish_reason=finish)
+    delay = raw.get("delay")
+    if delay is not None and (isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0):
+        raise ValueError(f'{where}: "delay" must be a number of seconds ≥ 0')
+    return ReplayRecord(output=output, match=match, chunk=chunk, finish_reason=finish, delay=delay)

@@ -9,12 +9,21 @@ delta; TOOL_CALL_RESULT for each tool the server ran; then RUN_FINISHED{threadId
 
 Input: ``messages`` (roles developer/system/user/assistant/tool; ``toolCalls`` and ``toolCallId`` camelCase;
 activity and reasoning messages are skipped), ``tools`` ({name, description, parameters}: the client runs them),
-``context`` (added to the system prompt as "description: value" lines); ``state`` and ``forwardedProps`` are
-accepted and ignored.
+``context`` (added to the system prompt as "description: value" lines); ``state`` is accepted and ignored.
+
+Structured runs (state): when ``forwardedProps.response_format`` is an OpenAI ``json_schema`` (or
+``json_object``) response format, the model's JSON output is streamed as agent state instead of a text
+message: RUN_STARTED, CUSTOM{name: "turnkit.stream", value: {id}} (the sync stream's id: the run goes on
+without the connection and can be read at ``GET /v1/streams/{id}/events``), STATE_SNAPSHOT (``{}`` before
+anything), STATE_DELTA{delta} per patch (RFC 6902 only: turnkit's ``append`` downgraded to ``replace`` of the
+whole string, a value added before it is replaced), then RUN_FINISHED{result: the validated value} or
+RUN_ERROR{message, code}. ``forwardedProps.transform`` names a registered transform, ``forwardedProps.markers``
+adds ``$partial`` markers.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -31,6 +40,7 @@ from turnkit.serve._http import read_json_body
 from turnkit.serve._loop import start_loop
 from turnkit.serve._segments import Segment, Segmenter, new_id
 from turnkit.serve._sse import sse_event, sse_response
+from turnkit.serve._sync import SyncRun
 
 __all__ = ["encode_event", "parse_run_input", "routes", "stream_events"]
 
@@ -271,11 +281,53 @@ async def _frames(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]
             await aclose()
 
 
+def structured_request(body: Any) -> tuple[dict[str, Any], str | None, bool] | None:
+    """``(response_format, transform, markers)`` when ``forwardedProps`` asks for a structured (state) run."""
+    props = _get(body, "forwardedProps", "forwarded_props") if isinstance(body, Mapping) else None
+    if not isinstance(props, Mapping) or props.get("response_format") is None:
+        return None
+    fmt = props["response_format"]
+    if not isinstance(fmt, Mapping):
+        raise BadRequestError("response_format must be an object", param="forwardedProps.response_format")
+    transform = props.get("transform")
+    return dict(fmt), transform, props.get("markers") in (True, 1, "1", "true")
+
+
+async def state_events(run: SyncRun, thread_id: str, run_id: str) -> AsyncIterator[dict[str, Any]]:
+    """A structured run as AG-UI state events (RUN_STARTED ... RUN_FINISHED / RUN_ERROR)."""
+    yield {"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}
+    yield {"type": "CUSTOM", "name": "turnkit.stream", "value": {"id": run.id}}
+    sub = run.subscribe(None, protocol="json-patch")
+    try:
+        async for event in sub:
+            if event.kind == "snapshot":
+                yield {"type": "STATE_SNAPSHOT", "snapshot": {} if event.payload is None else event.payload}
+            elif event.kind == "patch":
+                yield {"type": "STATE_DELTA", "delta": event.payload}
+            elif "error" in event.payload:
+                error = event.payload["error"]
+                yield {"type": "RUN_ERROR", "message": error.get("message", ""), "code": error.get("code")}
+            else:
+                yield {"type": "RUN_FINISHED", "threadId": thread_id, "runId": run_id, "result": event.payload["value"]}
+    finally:
+        sub.close()
+
+
 def routes(gateway: Gateway) -> list[Route]:
     """``POST /agui``."""
+    from turnkit.serve.protocols.sync import start_structured_run, structured_source, sync_registry
 
     async def agui(request: Request) -> Response:
-        chat, thread_id, run_id = parse_run_input(await read_json_body(request))
+        body = await read_json_body(request)
+        chat, thread_id, run_id = parse_run_input(body)
+        structured = structured_request(body)
+        if structured is not None:
+            fmt, transform, markers = structured
+            registry = sync_registry(gateway)
+            source = structured_source(fmt, transform, registry, where="forwardedProps.")
+            chat = dataclasses.replace(chat, response_format=fmt)
+            run = await start_structured_run(gateway, chat, source, registry=registry, markers=markers)
+            return sse_response(_frames(state_events(run, thread_id, run_id)))
         events = await start_loop(gateway, chat)
         return sse_response(_frames(stream_events(events, thread_id, run_id, steps=bool(gateway.tool_functions))))
 

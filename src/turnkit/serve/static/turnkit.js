@@ -393,24 +393,30 @@ export function withoutMarkers(value, marker = "$partial") {
 /**
  * Follow a sync stream with EventSource. Handlers (all optional):
  *   onValue(value, subscription)  after every snapshot and patch
+ *   onSnapshot(value, subscription)  after a snapshot (before onValue)
  *   onOps(ops, subscription)      each patch's operations (before onValue)
  *   onEnd({value} | {error}, subscription)  once; the connection is then closed
  *   onError(error, subscription)  connection errors (EventSource retries by itself while readyState is
  *                                 CONNECTING) and operations that do not apply (it then reconnects
  *                                 without an id, so the server sends a fresh snapshot)
- * Options: lastEventId (resume from a seq: sent as ?lastEventId=), marker ("$partial"),
+ * Options: lastEventId (resume from a seq: sent as ?lastEventId=) with value (the value held at that seq:
+ *          the server replays only the patches after it), marker ("$partial"),
  *          encoding: "compact" (asks for ?encoding=compact, the OpEncoder wire form, and decodes it),
  *          EventSource (a constructor, for Node or tests), withCredentials.
- * Returns the subscription: {value, seq, done, partial, close()}.
+ * Returns the subscription: {value, seq, done, partial, snapshots, patches (counts received), close()}.
  */
 export function subscribe(url, handlers = {}, options = {}) {
-  const { onValue, onOps, onEnd, onError } = handlers;
+  const { onValue, onOps, onEnd, onError, onSnapshot } = handlers;
   const Source = options.EventSource || globalThis.EventSource;
   if (typeof Source !== "function") throw new Error("subscribe() needs EventSource (pass options.EventSource)");
   const marker = options.marker || "$partial";
+  const resuming = options.lastEventId !== null && options.lastEventId !== undefined && options.lastEventId !== "";
   const sub = {
-    value: undefined,
-    seq: null,
+    // resuming from lastEventId: the value the client held at that seq (the server replays the patches after it)
+    value: resuming ? options.value : undefined,
+    seq: resuming ? Number(String(options.lastEventId).split(":").pop()) : null,
+    snapshots: 0,
+    patches: 0,
     done: false,
     get partial() {
       return partialPaths(sub.value, marker);
@@ -437,6 +443,8 @@ export function subscribe(url, handlers = {}, options = {}) {
       if (decoder) decoder.reset();
       sub.value = JSON.parse(event.data);
       sub.seq = seqOf(event);
+      sub.snapshots += 1;
+      if (onSnapshot) onSnapshot(sub.value, sub);
       if (onValue) onValue(sub.value, sub);
     });
     source.addEventListener("patch", (event) => {
@@ -451,6 +459,7 @@ export function subscribe(url, handlers = {}, options = {}) {
         return;
       }
       sub.seq = seqOf(event);
+      sub.patches += 1;
       if (onOps) onOps(ops, sub);
       if (onValue) onValue(sub.value, sub);
     });
