@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from turnkit._args import check_fields
+
 __all__ = [
     "BodySpec",
     "FormatSpec",
@@ -46,6 +48,9 @@ class Reasoning:
     """Every block, explicit ones included, is reasoning only when an end marker follows (held back as
     above; released as content with its opening marker as written). vLLM's non-streaming GLM-4.5 reading."""
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 @dataclass(frozen=True)
 class JsonArgs:
@@ -71,6 +76,9 @@ class JsonArgs:
     raw_args: tuple[tuple[str, str], ...] = ()
     """Tools whose arguments may be raw text instead of JSON: ``(tool name, argument key)`` — functionary
     v3.2 writes ``python`` followed by the code itself; it becomes ``{"code": "..."}``, streamed."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,9 @@ class JsonCalls:
     or_named: JsonArgs | None = None
     """When the body does not start with ``{`` or ``[``, read it as this ``NAME{args}`` encoding instead."""
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 @dataclass(frozen=True)
 class XmlParams:
@@ -123,6 +134,9 @@ class XmlParams:
     """How a raw value is trimmed: ``"space"`` (all surrounding whitespace) or ``"newline"`` (one newline on
     each side, as Seed-OSS writes values)."""
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 @dataclass(frozen=True)
 class Pythonic:
@@ -136,6 +150,9 @@ class Pythonic:
     many: bool = False
     """Without brackets: further calls may follow, separated by whitespace (OLMo 3)."""
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 @dataclass(frozen=True)
 class KeyedDict:
@@ -143,6 +160,9 @@ class KeyedDict:
 
     name_prefix: str
     quote: str
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 BodySpec = JsonCalls | JsonArgs | XmlParams | Pythonic | KeyedDict
@@ -163,6 +183,9 @@ class ToolRegion:
     keep_open: bool = False
     at_start: bool = False
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 @dataclass(frozen=True)
 class Section:
@@ -171,6 +194,9 @@ class Section:
     open: str
     close: str | None
     calls: tuple[ToolRegion, ...]
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -196,6 +222,9 @@ class Harmony:
     """The header marker followed by the channel name (``<|channel|>``); ``None``: headers name no channel."""
     recipient: str = "to="
     """What introduces the recipient in a header (``to=functions.NAME``)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -232,3 +261,6 @@ class FormatSpec:
     body's end when it has none). A region the output leaves unfinished is content, as written — vLLM's
     non-streaming tool parsers return the raw text for a call they cannot complete. Nothing is retracted."""
     notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        check_fields(self)
