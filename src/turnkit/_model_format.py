@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from turnkit._args import check_fields, expect, expect_path
 from turnkit.errors import NotATemplateError, TemplateNotFoundError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.parse._detect import Detection, detect_in_template, looks_like_template
@@ -72,6 +73,7 @@ def detect_format(template_or_folder: str | os.PathLike[str]) -> Detection:
     :class:`~turnkit.TemplateNotFoundError` for a model folder without one. A folder's ``response_template``
     is not considered here: :func:`model_format` prefers it.
     """
+    expect_path(template_or_folder, name="template_or_folder", func="detect_format")
     text, _ = read_template_input(template_or_folder)
     return detect_in_template(text)
 
@@ -88,6 +90,9 @@ class ModelFormat:
     """What the chat template's markers say (also when the response template was used), ``None`` when the
     folder has no chat template."""
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
     @property
     def reason(self) -> str:
         if self.source == "response_template":
@@ -98,6 +103,8 @@ class ModelFormat:
 
 def model_format(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> ModelFormat:
     """The output format of a model folder: its ``response_template`` when it ships one, else the detected one."""
+    expect_path(path, name="path", func="model_format")
+    expect(limits, Limits, name="limits", func="model_format")
     folder = read_model_folder(path, limits=limits)
     detection: Detection | None = None
     if folder.chat_template is not None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from turnkit._args import check_fields
+
 __all__ = ["DEFAULT_LIMITS", "Limits"]
 
 
@@ -51,6 +53,9 @@ class Limits:
     """Largest input accepted by a parser or stream."""
     max_repair_chars: int = 256_000
     """Largest JSON text on which token-rewriting repairs (quotes, literals, bare keys) are tried."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 DEFAULT_LIMITS = Limits()

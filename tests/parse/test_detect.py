@@ -114,7 +114,7 @@ def test_not_a_template(tmp_path: Path) -> None:
         turnkit.detect_format(tmp_path / "notes.txt")
     with pytest.raises(turnkit.NotATemplateError):
         turnkit.detect_format(tmp_path / "missing.jinja")
-    with pytest.raises(turnkit.NotATemplateError):
+    with pytest.raises(turnkit.ArgumentTypeError, match="'template_or_folder'"):
         turnkit.detect_format(42)  # type: ignore[arg-type]
     (tmp_path / "empty").mkdir()
     with pytest.raises(turnkit.TemplateNotFoundError):

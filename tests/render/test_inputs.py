@@ -11,7 +11,14 @@ import pytest
 
 from tests.render.conversations import CALL, CALL_JSON_ARGS, RESULT, SYSTEM, TOOLS, USER, get_time, get_weather
 from tests.render.reference import SPECIAL_TOKENS, reference_render
-from turnkit import ChatTemplate, TemplateError, TemplateNotFoundError, ToolSchemaError, apply_chat_template
+from turnkit import (
+    ArgumentTypeError,
+    ChatTemplate,
+    TemplateError,
+    TemplateNotFoundError,
+    ToolSchemaError,
+    apply_chat_template,
+)
 
 pytestmark = pytest.mark.reference
 
@@ -51,7 +58,7 @@ def _both(conversation: Any, template: Any = DUMP, **options: Any) -> tuple[Any,
                 copy.deepcopy(conversation), **copy.deepcopy(options)
             ),
         )
-    except TemplateError as exc:
+    except (TemplateError, ArgumentTypeError) as exc:  # a wrong argument fails at the door
         ours = ("error", exc)
     theirs = reference_render(copy.deepcopy(conversation), template, **copy.deepcopy(options))
     return ours, theirs

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import typing
 
+from turnkit import _args
 from turnkit.batch._engine import Summary, run
 from turnkit.batch._rows import ROLES, Parser, Renderer, RowError
 
@@ -64,6 +65,8 @@ def render(
     progress: bool = False,
 ) -> Summary:
     """Render every row of ``input`` (a ``messages`` column, optional per-row ``tools``) into ``output``."""
+    _args.expect_path(input, name="input", func="render")
+    _args.expect_path(output, name="output", func="render")
     worker = Renderer(
         model=model,
         template=template,
@@ -92,6 +95,8 @@ def parse(
     progress: bool = False,
 ) -> Summary:
     """Parse every row's raw model output (``generated_text``) into a ``message`` (OpenAI wire form)."""
+    _args.expect_path(input, name="input", func="parse")
+    _args.expect_path(output, name="output", func="parse")
     worker = Parser(format, text_column=text_column)
     return run(
         worker, input, output, workers=workers, engine=engine, batch_size=batch_size, resume=resume, progress=progress
@@ -137,6 +142,7 @@ def preprocess(
     Use it with the chat template stage disabled. ``add_generation_prompt="auto"`` follows Ray's rule (only when
     the last message is not the assistant's). ``sampling_params`` is added to every row.
     """
+    _args.expect_mapping(sampling_params, name="sampling_params", func="preprocess", none=True)
     worker = Renderer(
         model=model,
         template=template,
@@ -155,6 +161,8 @@ def postprocess(
 ) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
     """A Ray Data LLM ``postprocess``: ``generated_text`` parsed into ``message``, ``content``,
     ``reasoning_content`` and ``tool_calls`` (OpenAI wire form), with ``error`` when the output does not parse."""
+    _args.expect(format, str, name="format", func="postprocess")
+    _args.expect(text_column, str, name="text_column", func="postprocess")
     return _RowFunction(Parser(format, text_column=text_column), None)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from turnkit._args import check_fields, expect, expect_callable, expect_choice, expect_int, expect_path
 from turnkit._extras import require
 from turnkit.batch._io import Chunk, complete_rows, decode_chunk, encode_rows, file_kind, open_sink, open_source
 from turnkit.errors import TurnkitError
@@ -35,6 +36,9 @@ class Summary:
     skipped: int = 0
     seconds: float = 0.0
     first_errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     @property
     def rows_per_second(self) -> float:
@@ -174,6 +178,16 @@ def run(
     The input is checked before the output is touched. ``resume`` keeps the complete rows already in
     ``output`` and carries on after them (the rows before are neither read by the workers nor processed).
     """
+    if not callable(getattr(worker, "rows", None)):
+        expect(worker, (), name="worker", func="run", accepts="a Renderer or a Parser (an object with .rows())")
+    expect_path(input, name="input", func="run")
+    expect_path(output, name="output", func="run")
+    expect_int(workers, name="workers", func="run", minimum=1)
+    expect_choice(engine, ("local", "ray"), name="engine", func="run")
+    expect_int(batch_size, name="batch_size", func="run", minimum=1)
+    expect(resume, bool, name="resume", func="run")
+    expect(progress, bool, name="progress", func="run")
+    expect_callable(on_batch, name="on_batch", func="run", none=True)
     if engine not in ("local", "ray"):
         raise TurnkitError(f"engine must be 'local' or 'ray', got {engine!r}", code="batch_usage")
     if workers < 1 or batch_size < 1:

@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from turnkit._args import expect, expect_choice, expect_mapping, expect_path
 from turnkit.errors import TemplateNotFoundError, TurnkitError
 
 __all__ = ["ROLES", "Parser", "Renderer", "RowError", "columns_to_rows", "rows_to_columns"]
@@ -141,6 +142,18 @@ class Renderer:
         keep_columns: bool = True,
         template_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
+        _f = "Renderer"
+        expect_path(model, name="model", func=_f, none=True)
+        expect_path(template, name="template", func=_f, none=True)
+        expect_path(tokenizer, name="tokenizer", func=_f, none=True)
+        expect(tokenize, bool, name="tokenize", func=_f)
+        expect(masks, bool, name="masks", func=_f)
+        expect(messages_column, str, name="messages_column", func=_f)
+        expect(tools_column, str, name="tools_column", func=_f, none=True)
+        expect(documents_column, str, name="documents_column", func=_f, none=True)
+        expect_choice(add_generation_prompt, (False, True, "auto"), name="add_generation_prompt", func=_f)
+        expect(keep_columns, bool, name="keep_columns", func=_f)
+        expect_mapping(template_kwargs, name="template_kwargs", func=_f, none=True)
         if (model is None) == (template is None):
             raise TurnkitError(
                 "give exactly one of model= (a model folder) or template= (a template file or text)", code="batch_usage"
@@ -286,6 +299,9 @@ class Parser:
     def __init__(self, format: str, *, text_column: str = "generated_text", keep_columns: bool = True) -> None:  # noqa: A002
         from turnkit.parse import load_format
 
+        expect(format, str, name="format", func="Parser")
+        expect(text_column, str, name="text_column", func="Parser")
+        expect(keep_columns, bool, name="keep_columns", func="Parser")
         load_format(format)  # unknown format: fail now
         self.format = format
         self.text_column = text_column

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from turnkit._args import check_fields
+
 __all__ = ["LintFinding", "Severity"]
 
 Severity = Literal["error", "warning", "info"]
@@ -34,6 +36,9 @@ class LintFinding:
     position: int | None = None
     expected: str | None = None
     actual: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The finding as a JSON-ready dict (``None`` fields left out)."""

@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from turnkit._args import expect, expect_items
 from turnkit.errors import TemplateError, TemplateNotFoundError, UsageError
 from turnkit.limits import DEFAULT_LIMITS
 from turnkit.lint._check import check_source
@@ -38,6 +39,15 @@ def lint(
         >>> [f.code for f in lint("{{ messages[0].content.strip() }}{% if add_generation_prompt %}A:{% endif %}")]
         ['TK102', 'TK502']
     """
+    expect(
+        template,
+        (str, os.PathLike, Mapping),
+        name="template",
+        func="lint",
+        accepts="str, os.PathLike or a mapping of names to str",
+    )
+    expect_items(engines, str, name="engines", func="lint", accepts="a list of engine names (str)")
+    expect(path, str, name="path", func="lint", none=True)
     for engine in engines:
         reason = engine_unavailable(engine)
         if reason is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from turnkit._args import check_fields
 from turnkit.lint._finding import Severity
 
 __all__ = ["RULES", "Rule"]
@@ -27,6 +28,9 @@ class Rule:
     hint: str
     bad: str
     good: str
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 _RULES = (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from turnkit.errors import UsageError
+from turnkit._args import expect, fail_value
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.outputs._base import ParserBase
 from turnkit.outputs._feedback import reply_error
@@ -27,8 +27,13 @@ class MarkdownCodeBlockParser(ParserBase):
     """
 
     def __init__(self, language_name: str, content_hint: str | None = None, *, limits: Limits | None = None) -> None:
-        if not isinstance(language_name, str) or not language_name.strip() or "\n" in language_name:
-            raise UsageError(f"language_name must be a one-line name, got {language_name!r}")
+        expect(language_name, str, name="language_name", func="MarkdownCodeBlockParser")
+        if not language_name.strip() or "\n" in language_name:
+            raise fail_value(
+                f"must be a one-line name, got {language_name!r}", name="language_name", func="MarkdownCodeBlockParser"
+            )
+        expect(content_hint, str, name="content_hint", func="MarkdownCodeBlockParser", none=True)
+        expect(limits, Limits, name="limits", func="MarkdownCodeBlockParser", none=True)
         self.language_name = language_name
         self.name = f"{language_name} block"
         self.tag_begin = f"```{language_name}"

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from turnkit._args import expect, expect_items
 from turnkit._json import pointer_join
 from turnkit.errors import OutputParseError
 from turnkit.limits import DEFAULT_LIMITS, Limits
@@ -15,7 +16,7 @@ from turnkit.outputs._feedback import reply_error
 from turnkit.outputs._fences import ends_in_string, find_fence, find_outside_strings
 from turnkit.outputs._json_repair import load_json_reply
 from turnkit.outputs._response import ModelResponse, Repair, as_response
-from turnkit.outputs._schema import ReplySchema, SchemaSpec, is_pydantic_model
+from turnkit.outputs._schema import ReplySchema, SchemaSpec, expect_schema_spec, is_pydantic_model
 from turnkit.outputs._size import check_size
 from turnkit.outputs._streaming import JsonPreview, ReplyStream
 
@@ -87,6 +88,8 @@ class MarkdownJsonObjectParser(ParserBase):
     def __init__(
         self, content_hint: Any = None, *, schema: SchemaSpec | None = None, limits: Limits | None = None
     ) -> None:
+        expect_schema_spec(schema, func=type(self).__name__)
+        expect(limits, Limits, name="limits", func=type(self).__name__, none=True)
         limits = limits or DEFAULT_LIMITS
         if schema is None and is_pydantic_model(content_hint):
             schema, content_hint = content_hint, None  # AgentScope accepts a model class as the hint
@@ -139,6 +142,7 @@ class MarkdownJsonDictParser(MarkdownJsonObjectParser, DictFilterMixin):
         schema: SchemaSpec | None = None,
         limits: Limits | None = None,
     ) -> None:
+        expect_items(required_keys, str, name="required_keys", func=type(self).__name__, none=True)
         MarkdownJsonObjectParser.__init__(self, content_hint, schema=schema, limits=limits)
         DictFilterMixin.__init__(
             self, keys_to_memory=keys_to_memory, keys_to_content=keys_to_content, keys_to_metadata=keys_to_metadata

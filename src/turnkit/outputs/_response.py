@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from turnkit._args import check_fields, expect
+
 __all__ = ["ModelResponse", "Repair"]
 
 
@@ -56,6 +58,9 @@ class ModelResponse:
     repairs_applied: list[Repair] = field(default_factory=list)
     validated: Any = None
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 def as_response(response: ModelResponse | str) -> ModelResponse:
     """Accept a plain string wherever a ``ModelResponse`` is expected."""
@@ -63,6 +68,5 @@ def as_response(response: ModelResponse | str) -> ModelResponse:
         return response
     if isinstance(response, str):
         return ModelResponse(text=response)
-    from turnkit.errors import UsageError
-
-    raise UsageError(f"parse() takes a ModelResponse or a str, not {type(response).__name__}", code="usage")
+    expect(response, (ModelResponse, str), name="response", func="parse")
+    return response  # not reached: expect raised

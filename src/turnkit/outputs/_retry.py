@@ -8,10 +8,11 @@ makes the same mistake twice in a row (asking a third time rarely helps).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from turnkit.errors import OutputParseError, UsageError
+from turnkit._args import expect, expect_callable, expect_int, expect_items
+from turnkit.errors import OutputParseError
 from turnkit.outputs._base import ParserBase
 from turnkit.outputs._response import ModelResponse
 
@@ -27,12 +28,17 @@ AsyncModel = Callable[[list[Message]], Awaitable["str | ModelResponse"]]
 
 def retry_message(error: OutputParseError, parser: ParserBase) -> str:
     """The user turn that re-asks after ``error``: what went wrong, then the format to follow."""
+    expect(error, OutputParseError, name="error", func="retry_message")
+    expect(parser, ParserBase, name="parser", func="retry_message")
     return f"{error.feedback}\n\nRespond again, following this format exactly:\n{parser.format_instruction}"
 
 
-def _start(messages: Sequence[Message] | str, max_retries: int) -> list[Message]:
-    if max_retries < 0:
-        raise UsageError(f"max_retries must be >= 0, got {max_retries}")
+def _start(parser: Any, model: Any, messages: Sequence[Message] | str, max_retries: int, func: str) -> list[Message]:
+    expect(parser, ParserBase, name="parser", func=func)
+    expect_callable(model, name="model", func=func)
+    if not isinstance(messages, str):
+        expect_items(messages, Mapping, name="messages", func=func, accepts="a list of messages (mappings) or a str")
+    expect_int(max_retries, name="max_retries", func=func, minimum=0)
     if isinstance(messages, str):
         return [{"role": "user", "content": messages}]
     return [dict(m) for m in messages]
@@ -85,7 +91,7 @@ def parse_with_retry(
     Returns the parsed ``ModelResponse``; raises the last ``ParseError`` when the model never
     produced a valid reply.
     """
-    loop = _Loop(parser, _start(messages, max_retries), max_retries)
+    loop = _Loop(parser, _start(parser, model, messages, max_retries, "parse_with_retry"), max_retries)
     while True:
         result = loop.handle(model(list(loop.messages)))
         if result is not None:
@@ -96,7 +102,7 @@ async def aparse_with_retry(
     parser: ParserBase, model: AsyncModel, messages: Sequence[Message] | str, *, max_retries: int = 2
 ) -> ModelResponse:
     """:func:`parse_with_retry` for an async ``model``."""
-    loop = _Loop(parser, _start(messages, max_retries), max_retries)
+    loop = _Loop(parser, _start(parser, model, messages, max_retries, "aparse_with_retry"), max_retries)
     while True:
         result = loop.handle(await model(list(loop.messages)))
         if result is not None:

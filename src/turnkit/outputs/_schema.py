@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from turnkit._args import expect
 from turnkit._json import pointer_join, unescape_token
 from turnkit.errors import OutputParseError, RegexTimeoutError, UsageError
 from turnkit.limits import Limits
@@ -149,3 +150,9 @@ def _locate(pointer: str, reply: str) -> int | None:
             where = reply.find(key)
         return where if where >= 0 else None
     return None
+
+
+def expect_schema_spec(schema: Any, *, func: str) -> None:
+    """``schema=`` of a parser: a pydantic model class, a JSON schema mapping, or ``None``."""
+    if schema is not None and not isinstance(schema, Mapping) and not is_pydantic_model(schema):
+        expect(schema, Mapping, name="schema", func=func, accepts="a pydantic model class or a JSON schema mapping")

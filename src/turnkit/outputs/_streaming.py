@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from turnkit._args import expect
+from turnkit._astream import astream
 from turnkit.errors import LimitExceededError, ParseError, UsageError
 from turnkit.outputs._response import ModelResponse
 from turnkit.outputs._size import check_size_of
@@ -95,6 +97,9 @@ class ReplyStream:
     """Feed a reply in pieces; watch :attr:`value` grow; ``close()`` for the exact parse."""
 
     def __init__(self, parser: ParserBase) -> None:
+        from turnkit.outputs._base import ParserBase
+
+        expect(parser, ParserBase, name="parser", func=type(self).__name__)
         self._parser = parser
         self._received = TextSoFar()
         self._size = 0
@@ -150,6 +155,11 @@ class ReplyStream:
         async for chunk in chunks:
             if self.feed(chunk):
                 yield self.value
+
+    def astream(self, chunks: AsyncIterable[str]) -> AsyncIterator[Op]:
+        """Feed every chunk of an async source, yielding exactly the ops ``feed`` returns; ``close()`` afterwards
+        gives the ``ModelResponse`` (as after :meth:`partials`)."""
+        return astream(self, chunks, func=f"{type(self).__name__}.astream", close=False)
 
     def _preview(self, chunk: str) -> list[Op]:
         raise NotImplementedError

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from turnkit._args import check_fields, expect, expect_items, fail_value
 from turnkit._held import held_tail
 from turnkit._json import pointer_join
 from turnkit.errors import OutputParseError, UsageError
@@ -21,7 +22,7 @@ from turnkit.outputs._feedback import reply_error
 from turnkit.outputs._fences import ends_in_string, find_fence, find_outside_strings
 from turnkit.outputs._json_repair import load_json_reply
 from turnkit.outputs._response import ModelResponse, Repair, as_response
-from turnkit.outputs._schema import ReplySchema, SchemaSpec
+from turnkit.outputs._schema import ReplySchema, SchemaSpec, expect_schema_spec
 from turnkit.outputs._size import check_size
 from turnkit.outputs._streaming import JsonPreview, ReplyStream, TextSoFar
 
@@ -37,6 +38,9 @@ _SCHEMA_SUFFIX = (
 )
 
 
+_MTCP = "MultiTaggedContentParser"
+
+
 @dataclass(slots=True)
 class TaggedContent:
     """One field: its key ``name``, the tags around it, a hint for the model, and whether it is JSON."""
@@ -48,6 +52,7 @@ class TaggedContent:
     parse_json: bool = False
 
     def __post_init__(self) -> None:
+        check_fields(self)
         if not self.tag_begin or not self.tag_end:
             raise UsageError(f"TaggedContent {self.name!r} needs non-empty tag_begin and tag_end")
 
@@ -77,8 +82,12 @@ class MultiTaggedContentParser(ParserBase, DictFilterMixin):
         schema: SchemaSpec | None = None,
         limits: Limits | None = None,
     ) -> None:
-        if not tagged_contents or not all(isinstance(t, TaggedContent) for t in tagged_contents):
-            raise UsageError("MultiTaggedContentParser takes one or more TaggedContent objects")
+        expect_items(tagged_contents, TaggedContent, name="tagged_contents", func="MultiTaggedContentParser")
+        if not tagged_contents:
+            raise fail_value("needs one or more TaggedContent objects", name="tagged_contents", func=_MTCP)
+        expect_items(keys_allow_missing, str, name="keys_allow_missing", func=_MTCP, none=True)
+        expect_schema_spec(schema, func=_MTCP)
+        expect(limits, Limits, name="limits", func=_MTCP, none=True)
         names = [t.name for t in tagged_contents]
         if len(set(names)) != len(names):
             raise UsageError(f"TaggedContent names must be unique, got {names}")
@@ -247,6 +256,7 @@ class TaggedReplyStream(ReplyStream):
     """Preview of a tagged reply: ``{name: content so far}``, JSON fields as partial JSON values."""
 
     def __init__(self, parser: ParserBase, tagged_contents: list[TaggedContent]) -> None:
+        expect_items(tagged_contents, TaggedContent, name="tagged_contents", func="TaggedReplyStream")
         super().__init__(parser)
         self._fields = tagged_contents
         self._seen: set[str] = set()

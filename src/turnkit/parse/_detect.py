@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from turnkit._args import check_fields, expect
 from turnkit.parse._spec import (
     FormatSpec,
     Harmony,
@@ -83,6 +84,9 @@ class Detection:
     markers: tuple[str, ...] = ()
     source: Literal["markers", "fallback", "ambiguous", "none"] = "markers"
     candidates: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     def __bool__(self) -> bool:
         return self.format is not None
@@ -212,6 +216,7 @@ def _strings(value: object) -> Iterator[str]:
 @lru_cache(maxsize=256)
 def format_markers(spec: FormatSpec) -> tuple[str, ...]:
     """Every special-token spelling a format declaration uses (its markers' atoms), in declaration order."""
+    expect(spec, FormatSpec, name="spec", func="format_markers")
     return tuple(dict.fromkeys(atom for text in _strings(spec) for atom in atoms(text)))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from turnkit._args import expect, expect_items
 from turnkit.errors import UsageError
 from turnkit.limits import Limits
 from turnkit.parse._response_template import is_response_template, parse_response_template
@@ -38,6 +39,25 @@ def parse_response(
     ``parse_response(text, template, prefix=prefix or "", tools=tools)`` does; ``prefix`` and ``tools``
     apply only to response templates.
     """
+    expect(text, str, name="text", func="parse_response")
+    if not isinstance(schema, (Mapping, ResponseSchema)) and not is_response_template(schema):
+        expect(
+            schema,
+            Mapping,
+            name="schema",
+            func="parse_response",
+            accepts="a mapping, a ResponseSchema or a ResponseTemplate",
+        )
+    expect(limits, Limits, name="limits", func="parse_response", none=True)
+    expect(prefix, str, name="prefix", func="parse_response", none=True)
+    expect_items(
+        tools,
+        object,
+        name="tools",
+        func="parse_response",
+        accepts="a list of tool schemas or functions, or None",
+        none=True,
+    )
     if is_response_template(schema):
         kwargs: dict[str, Any] = {} if limits is None else {"limits": limits}
         return parse_response_template(text, schema, prefix=prefix, tools=tools, **kwargs)  # type: ignore[arg-type]

@@ -10,12 +10,16 @@ from __future__ import annotations
 import difflib
 import importlib
 import pkgutil
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from functools import lru_cache
 from typing import Any
 
+from turnkit._args import expect, expect_items
+from turnkit._astream import astream
 from turnkit.errors import FormatNotFoundError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.messages import AssistantMessage
+from turnkit.parse._emit import Delta
 from turnkit.parse._engine import StreamParser
 from turnkit.parse._spec import FormatSpec
 
@@ -30,6 +34,7 @@ class OutputFormat:
     __slots__ = ("spec",)
 
     def __init__(self, spec: FormatSpec) -> None:
+        expect(spec, FormatSpec, name="spec", func="OutputFormat")
         self.spec = spec
 
     @property
@@ -54,6 +59,7 @@ class OutputFormat:
         deltas get OpenAI's message frame, ``{"role": "assistant"}`` first and ``{"finish_reason": ...}``
         last (see :meth:`StreamParser.close`).
         """
+        _check_options("OutputFormat.stream", prefix, tools, limits, strict, frame)
         return StreamParser(
             self.spec, prefix=prefix, tools=tools, limits=limits or DEFAULT_LIMITS, strict=strict, frame=frame
         )
@@ -69,10 +75,26 @@ class OutputFormat:
     ) -> AssistantMessage:
         """The whole output as one message: exactly a new stream fed once and closed (``strict``: see
         :meth:`stream`)."""
+        expect(text, str, name="text", func="OutputFormat.parse")
+        _check_options("OutputFormat.parse", prefix, tools, limits, strict)
         parser = self.stream(prefix=prefix, tools=tools, limits=limits, strict=strict)
         parser.feed(text)
         parser.close()
         return parser.message
+
+    def astream(
+        self,
+        chunks: AsyncIterable[str],
+        *,
+        prefix: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        limits: Limits | None = None,
+        strict: bool = False,
+        frame: bool = False,
+    ) -> AsyncIterator[Delta]:
+        """:meth:`stream` over an async source of chunks: yields every delta ``feed`` and ``close`` return."""
+        parser = self.stream(prefix=prefix, tools=tools, limits=limits, strict=strict, frame=frame)
+        return astream(parser, chunks, func="OutputFormat.astream")
 
     def __repr__(self) -> str:
         return f"<OutputFormat {self.spec.name!r}>"
@@ -103,6 +125,7 @@ def _index() -> dict[str, FormatSpec]:
 
 def register_format(spec: FormatSpec) -> None:
     """Make a user-declared format findable by ``load_format`` under its name and aliases."""
+    expect(spec, FormatSpec, name="spec", func="register_format")
     for key in (spec.name, *spec.aliases):
         _EXTRA[key] = spec
 
@@ -111,6 +134,10 @@ def reasoning_format(
     start: str = "<think>", end: str = "</think>", *, open_by_default: bool = False, name: str | None = None
 ) -> OutputFormat:
     """A think-tag splitter with your own markers: text between ``start`` and ``end`` is reasoning."""
+    expect(start, str, name="start", func="reasoning_format")
+    expect(end, str, name="end", func="reasoning_format")
+    expect(open_by_default, bool, name="open_by_default", func="reasoning_format")
+    expect(name, str, name="name", func="reasoning_format", none=True)
     from turnkit.parse._spec import Reasoning
 
     spec = FormatSpec(
@@ -128,6 +155,7 @@ def list_formats() -> list[str]:
 
 def load_format(name: str | FormatSpec) -> OutputFormat:
     """The format called ``name`` (a corpus label such as ``"hermes"``, or an alias such as vLLM's parser name)."""
+    expect(name, (str, FormatSpec), name="name", func="load_format")
     if isinstance(name, FormatSpec):
         return OutputFormat(name)
     index = _index()
@@ -138,3 +166,13 @@ def load_format(name: str | FormatSpec) -> OutputFormat:
         hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(list_formats())}"
         raise FormatNotFoundError(f"no built-in output format named {name!r}{hint}")
     return OutputFormat(spec)
+
+
+def _check_options(func: str, prefix: Any, tools: Any, limits: Any, strict: Any = False, frame: Any = False) -> None:
+    expect(strict, bool, name="strict", func=func)
+    expect(frame, bool, name="frame", func=func)
+    expect(prefix, str, name="prefix", func=func, none=True)
+    expect_items(
+        tools, Mapping, name="tools", func=func, accepts="a list of tool schemas (mappings) or None", none=True
+    )
+    expect(limits, Limits, name="limits", func=func, none=True)

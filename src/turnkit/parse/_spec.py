@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from turnkit._args import check_fields
+
 __all__ = [
     "BodySpec",
     "FormatSpec",
@@ -46,6 +48,9 @@ class Reasoning:
     """Every block, explicit ones included, is reasoning only when an end marker follows (held back as
     above; released as content with its opening marker as written). vLLM's non-streaming GLM-4.5 reading."""
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 @dataclass(frozen=True)
 class JsonArgs:
@@ -71,6 +76,9 @@ class JsonArgs:
     raw_args: tuple[tuple[str, str], ...] = ()
     """Tools whose arguments may be raw text instead of JSON: ``(tool name, argument key)`` — functionary
     v3.2 writes ``python`` followed by the code itself; it becomes ``{"code": "..."}``, streamed."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -105,6 +113,9 @@ class JsonCalls:
     """Characters that frame a call from what follows it (Llama 3's ``;`` between calls): one of them right
     after a call, with the whitespace around it, is dropped — never content."""
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 @dataclass(frozen=True)
 class XmlParams:
@@ -126,6 +137,9 @@ class XmlParams:
     """How a raw value is trimmed: ``"space"`` (all surrounding whitespace) or ``"newline"`` (one newline on
     each side, as Seed-OSS writes values)."""
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 @dataclass(frozen=True)
 class Pythonic:
@@ -139,6 +153,9 @@ class Pythonic:
     many: bool = False
     """Without brackets: further calls may follow, separated by whitespace (OLMo 3)."""
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 @dataclass(frozen=True)
 class KeyedDict:
@@ -146,6 +163,9 @@ class KeyedDict:
 
     name_prefix: str
     quote: str
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 BodySpec = JsonCalls | JsonArgs | XmlParams | Pythonic | KeyedDict
@@ -166,6 +186,9 @@ class ToolRegion:
     keep_open: bool = False
     at_start: bool = False
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 @dataclass(frozen=True)
 class Section:
@@ -174,6 +197,9 @@ class Section:
     open: str
     close: str | None
     calls: tuple[ToolRegion, ...]
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -199,6 +225,9 @@ class Harmony:
     """The header marker followed by the channel name (``<|channel|>``); ``None``: headers name no channel."""
     recipient: str = "to="
     """What introduces the recipient in a header (``to=functions.NAME``)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -235,3 +264,6 @@ class FormatSpec:
     body's end when it has none). A region the output leaves unfinished is content, as written — vLLM's
     non-streaming tool parsers return the raw text for a call they cannot complete. Nothing is retracted."""
     notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        check_fields(self)

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from turnkit._args import expect, expect_items
 from turnkit.errors import TemplateError, ToolSchemaError
 
 __all__ = [
@@ -231,3 +232,65 @@ def _describe(value: Any) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{type(value).__name__} {text}"
+
+
+def check_render_args(
+    func: str,
+    conversation: Any,
+    tools: Any,
+    documents: Any,
+    add_generation_prompt: Any,
+    continue_final_message: Any,
+    template_name: Any,
+    tokenize: Any,
+) -> None:
+    """The argument checks ``apply_chat_template`` and ``ChatTemplate.render`` share (``func`` names the caller).
+
+    Every render runs them, so the usual arguments (lists, bools, ``None``) pass on a type test alone.
+    """
+    if type(conversation) is not list:
+        expect_items(
+            conversation, object, name="conversation", func=func, accepts="a list of messages (or of conversations)"
+        )
+    if tools is not None and type(tools) is not list:
+        expect_items(tools, object, name="tools", func=func, accepts="a list of tool schemas or functions, or None")
+    if documents is not None and type(documents) is not list:
+        expect_items(documents, object, name="documents", func=func, accepts="a list of mappings, or None")
+    if type(add_generation_prompt) is not bool:
+        expect(add_generation_prompt, bool, name="add_generation_prompt", func=func)
+    if type(continue_final_message) is not bool:
+        expect(continue_final_message, (bool, str), name="continue_final_message", func=func)
+    if template_name is not None:
+        expect(template_name, str, name="template_name", func=func)
+    if type(tokenize) is not bool:
+        expect(tokenize, bool, name="tokenize", func=func)
+
+
+def check_tokenize_args(
+    func: str,
+    return_dict: Any,
+    return_assistant_tokens_mask: Any,
+    return_tensors: Any,
+    padding: Any,
+    truncation: Any,
+    max_length: Any,
+    add_special_tokens: Any,
+) -> None:
+    """The checks of ``ChatTemplate.render``'s tokenizer options (``func`` names the caller)."""
+    if (
+        return_dict is True
+        and return_assistant_tokens_mask is False
+        and return_tensors is None
+        and padding is False
+        and truncation is False
+        and max_length is None
+        and add_special_tokens is False
+    ):
+        return  # the defaults: every render without tokenize=True
+    expect(return_dict, bool, name="return_dict", func=func)
+    expect(return_assistant_tokens_mask, bool, name="return_assistant_tokens_mask", func=func)
+    expect(return_tensors, str, name="return_tensors", func=func, none=True)
+    expect(padding, (bool, str), name="padding", func=func)
+    expect(truncation, (bool, str), name="truncation", func=func)
+    expect(max_length, int, name="max_length", func=func, none=True)
+    expect(add_special_tokens, bool, name="add_special_tokens", func=func)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from turnkit._args import check_fields, expect, expect_mapping, expect_path
 from turnkit.errors import TemplateError, TemplateLimitError, TemplateNotFoundError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.render._tokenizer_defaults import class_token_defaults
@@ -59,6 +60,9 @@ class ModelFolder:
     response_template: dict[str, Any] | None = None
     """``tokenizer_config.json``'s ``response_template`` (transformers >= 5.13), as stored; validated when a
     format is built from it (:class:`~turnkit.ResponseTemplateFormat`, :func:`~turnkit.model_format`)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 def check_template_name(name: object) -> str:
@@ -349,6 +353,9 @@ def read_model_folder(
     Raises :class:`~turnkit.TemplateNotFoundError` for a missing folder and :class:`~turnkit.TemplateError`
     naming the file for unreadable or invalid files. A folder without any template gives ``chat_template=None``.
     """
+    expect_path(path, name="path", func="read_model_folder")
+    expect(processor, bool, name="processor", func="read_model_folder")
+    expect(limits, Limits, name="limits", func="read_model_folder", none=True)
     limits = limits or DEFAULT_LIMITS
     folder = Path(path)
     if not folder.is_dir():
@@ -424,6 +431,16 @@ def write_model_folder(
     strings) are stored in ``tokenizer_config.json``, and so is ``response_template`` when given (as
     ``save_pretrained`` does; when not given, an existing one is left as it is).
     """
+    expect_path(path, name="path", func="write_model_folder")
+    expect(
+        chat_template,
+        (str, Mapping),
+        name="chat_template",
+        func="write_model_folder",
+        accepts="str or a mapping of names to str",
+    )
+    expect_mapping(template_kwargs, name="template_kwargs", func="write_model_folder", none=True)
+    expect_mapping(response_template, name="response_template", func="write_model_folder", none=True)
     if isinstance(chat_template, str):
         templates: dict[str, str] = {"default": chat_template}
     elif isinstance(chat_template, Mapping) and chat_template:

@@ -11,6 +11,7 @@ from typing import Any, Literal, overload
 import jinja2
 import jinja2.exceptions
 
+from turnkit._args import expect, expect_mapping
 from turnkit.errors import (
     TemplateError,
     TemplateLimitError,
@@ -24,6 +25,8 @@ from turnkit.render._inputs import (
     REASONING_FIELDS,
     adopt,
     alias_reasoning_fields,
+    check_render_args,
+    check_tokenize_args,
     input_size,
     plain_data,
     plain_messages,
@@ -68,6 +71,9 @@ class ChatTemplate:
         limits: Limits | None = None,
         tokenizer: Any = None,
     ) -> None:
+        expect(source, (str, Mapping), name="source", func="ChatTemplate", accepts="str or a mapping of names to str")
+        expect_mapping(special_tokens, name="special_tokens", func="ChatTemplate", none=True)
+        expect(limits, Limits, name="limits", func="ChatTemplate", none=True)
         self.limits = limits or DEFAULT_LIMITS
         # a tokenizer.json path, model folder, tokenizers.Tokenizer or ChatTokenizer; loaded on first tokenize=True
         self._tokenizer: Any = tokenizer
@@ -224,6 +230,26 @@ class ChatTemplate:
         with ``tokenize=True``: the token ids, or (``return_dict=True``) a dict of ``input_ids``,
         ``attention_mask`` and, with ``return_assistant_tokens_mask=True``, ``assistant_masks``.
         """
+        check_render_args(
+            "ChatTemplate.render",
+            conversation,
+            tools,
+            documents,
+            add_generation_prompt,
+            continue_final_message,
+            template_name,
+            tokenize,
+        )
+        check_tokenize_args(
+            "ChatTemplate.render",
+            return_dict,
+            return_assistant_tokens_mask,
+            return_tensors,
+            padding,
+            truncation,
+            max_length,
+            add_special_tokens,
+        )
         if tokenize:
             from turnkit.render._tokenize import tokenize_chat
 
@@ -616,6 +642,24 @@ def apply_chat_template(
         ... )
         '<s>[user] Hi!\\n'
     """
+    check_render_args(
+        "apply_chat_template",
+        conversation,
+        tools,
+        documents,
+        add_generation_prompt,
+        continue_final_message,
+        template_name,
+        tokenize,
+    )
+    expect(
+        chat_template,
+        (str, Mapping, ChatTemplate),
+        name="chat_template",
+        func="apply_chat_template",
+        accepts="str, a mapping of names to str or a ChatTemplate",
+    )
+    expect(limits, Limits, name="limits", func="apply_chat_template", none=True)
     template = (
         chat_template if isinstance(chat_template, ChatTemplate) else _cached(chat_template, limits or DEFAULT_LIMITS)
     )

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from turnkit._args import expect, expect_int
 from turnkit._extras import require
 from turnkit.errors import TemplateError, TokenizerError
 from turnkit.render._spans import TRACKER, SpanTracker
@@ -87,6 +88,12 @@ class ChatTokenizer:
         bos_token: str | None = None,
         source: str | None = None,
     ) -> None:
+        expect(padding_side, str, name="padding_side", func="ChatTokenizer")
+        expect(truncation_side, str, name="truncation_side", func="ChatTokenizer")
+        expect_int(model_max_length, name="model_max_length", func="ChatTokenizer", minimum=0, none=True)
+        expect(pad_token, str, name="pad_token", func="ChatTokenizer", none=True)
+        expect(bos_token, str, name="bos_token", func="ChatTokenizer", none=True)
+        expect(source, str, name="source", func="ChatTokenizer", none=True)
         tokenizers = _tokenizers()
         if not isinstance(tokenizer, tokenizers.Tokenizer):
             raise TokenizerError(f"expected a tokenizers.Tokenizer, got {type(tokenizer).__name__}")

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from turnkit._args import expect, expect_int
 from turnkit.serve._errors import ServeError
 from turnkit.serve._gateway import Gateway
 from turnkit.serve._http import DEFAULT_MAX_BODY_BYTES, error_response
@@ -121,6 +122,10 @@ def create_app(
 
     The app owns the gateway: its lifespan shutdown closes it (and the backend's connections).
     """
+    expect(gateway, Gateway, name="gateway", func="create_app")
+    expect(api_key, str, name="api_key", func="create_app", none=True)
+    expect_int(max_body_bytes, name="max_body_bytes", func="create_app", minimum=1)
+    expect(sync, SyncRegistry, name="sync", func="create_app", none=True)
     app_sync = sync_registry(gateway, sync)
     routes: list[BaseRoute] = [Route("/healthz", _healthz, methods=["GET"]), _models(gateway)]
     routes.extend(protocol_routes(gateway))

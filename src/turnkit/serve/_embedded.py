@@ -6,6 +6,7 @@ from importlib.resources import as_file, files
 from typing import Any
 
 from turnkit import ChatTemplate
+from turnkit._args import expect
 from turnkit.serve._gateway import Gateway
 from turnkit.serve.backends.replay import ReplayBackend
 
@@ -21,6 +22,7 @@ def embedded_template() -> ChatTemplate:
 
 def embedded_replay(*, delay: float = 0.0) -> ReplayBackend:
     """Replay backend over the bundled recordings (a weather tool call, its answer, a greeting)."""
+    expect(delay, (int, float), name="delay", func="embedded_replay", accepts="a number of seconds")
     with as_file(files("turnkit.serve").joinpath("data", "default-replay.jsonl")) as path:
         return ReplayBackend.from_file(path, delay=delay)
 

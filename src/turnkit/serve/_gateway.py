@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Literal
 
 from turnkit import ChatTemplate, OutputFormat, TemplateError, TurnkitError, load_format
+from turnkit._args import expect, expect_choice, expect_int, expect_mapping
 from turnkit.parse import Delta
 from turnkit.serve._chat import ChatRequest, template_messages
 from turnkit.serve._errors import BackendError, BadRequestError, ServeError, ShuttingDownError
@@ -38,6 +39,9 @@ _RESERVED_KWARGS = frozenset(
 )
 
 
+_G = "Gateway"
+
+
 class Gateway:
     """A chat template, an output format and a backend, shared by every protocol of one server."""
 
@@ -53,12 +57,23 @@ class Gateway:
         tool_functions: Mapping[str, Callable[..., Any]] | None = None,
         max_steps: int = 8,
     ) -> None:
+        expect(
+            template, (ChatTemplate, str, Mapping), name="template", func=_G, accepts="a ChatTemplate, str or mapping"
+        )
+        expect(output_format, (OutputFormat, str), name="output_format", func=_G)
+        if not callable(getattr(backend, "stream", None)):
+            expect(backend, (), name="backend", func=_G, accepts="a Backend (an object with .stream(prompt, params))")
+        expect(served_model_name, str, name="served_model_name", func=_G)
+        expect_mapping(template_kwargs, name="template_kwargs", func=_G, none=True)
+        expect_mapping(tool_functions, name="tool_functions", func=_G, values=Callable, none=True)  # type: ignore[arg-type]
+        expect_int(max_steps, name="max_steps", func=_G, minimum=1)
         self.template = template if isinstance(template, ChatTemplate) else ChatTemplate(template)
         self.format = load_format(output_format) if isinstance(output_format, str) else output_format
         self.backend = backend
         self.served_model_name = served_model_name
-        if reasoning_field not in ("both", "reasoning_content", "reasoning", "none"):
-            raise ValueError(f"reasoning_field must be both, reasoning_content, reasoning or none: {reasoning_field!r}")
+        expect_choice(
+            reasoning_field, ("both", "reasoning_content", "reasoning", "none"), name="reasoning_field", func=_G
+        )
         self.reasoning_field: ReasoningField = reasoning_field
         self.template_kwargs = dict(template_kwargs or {})
         self.tool_functions = dict(tool_functions or {})

@@ -15,6 +15,8 @@ from contextlib import suppress
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from turnkit._args import expect, expect_int, expect_mapping
+
 _log = logging.getLogger("turnkit.serve")
 
 __all__ = ["SSE_HEADERS", "SSEResponse", "sse_comment", "sse_event", "sse_response"]
@@ -36,6 +38,10 @@ def _field(name: str, value: str) -> str:
 
 def sse_event(data: str, *, event: str | None = None, id: str | None = None, retry: int | None = None) -> bytes:
     """One SSE event: optional ``event:``/``id:``/``retry:`` fields, then ``data:`` lines, then a blank line."""
+    expect(data, str, name="data", func="sse_event")
+    expect(event, str, name="event", func="sse_event", none=True)
+    expect(id, str, name="id", func="sse_event", none=True)
+    expect_int(retry, name="retry", func="sse_event", minimum=0, none=True)
     head = ""
     if event is not None:
         head += _field("event", event)
@@ -52,6 +58,7 @@ def sse_event(data: str, *, event: str | None = None, id: str | None = None, ret
 
 def sse_comment(text: str = "") -> bytes:
     """A comment line (``: text``): a heartbeat that every SSE client ignores."""
+    expect(text, str, name="text", func="sse_comment")
     return "".join(f": {line}\n" if line else ":\n" for line in _LINE_BREAK.split(text)).encode("utf-8") + b"\n"
 
 
@@ -141,4 +148,7 @@ def sse_response(
     events: AsyncIterator[bytes], *, headers: Mapping[str, str] | None = None, heartbeat: float = 15.0
 ) -> SSEResponse:
     """The streaming response every SSE endpoint returns: ``events`` are already framed (``sse_event``)."""
+    expect(events, AsyncIterator, name="events", func="sse_response", accepts="an async iterator of bytes")
+    expect_mapping(headers, name="headers", func="sse_response", values=str, none=True)
+    expect(heartbeat, (int, float), name="heartbeat", func="sse_response", accepts="a number of seconds")
     return SSEResponse(events, headers=headers, heartbeat=heartbeat)

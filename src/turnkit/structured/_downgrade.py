@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from turnkit._args import expect
 from turnkit._json import json_copy, split_pointer
 from turnkit.errors import JsonPatchError
-from turnkit.structured._patch import Op, _error, _Fail, _resolve, apply_one, coalesce_ops
+from turnkit.structured._patch import Op, _error, _Fail, _resolve, apply_one, coalesce_ops, expect_ops
 
 __all__ = ["Rfc6902Downgrader", "to_rfc6902"]
 
@@ -41,6 +42,7 @@ class Rfc6902Downgrader:
     __slots__ = ("_coalesce", "_doc")
 
     def __init__(self, doc: Any = None, *, coalesce: bool = True) -> None:
+        expect(coalesce, bool, name="coalesce", func="Rfc6902Downgrader")
         self._doc = json_copy(doc)
         self._coalesce = coalesce
 
@@ -51,6 +53,7 @@ class Rfc6902Downgrader:
 
     def downgrade(self, ops: Sequence[Op]) -> list[Op]:
         """The RFC 6902 form of one batch; an inapplicable operation raises JsonPatchError (index, path)."""
+        expect_ops(ops, func="Rfc6902Downgrader.downgrade")
         batch = coalesce_ops(ops) if self._coalesce else list(ops)
         out: list[Op] = []
         doc = self._doc
@@ -78,4 +81,6 @@ def to_rfc6902(ops: Sequence[Op], doc_before: Any = None, *, coalesce: bool = Tr
     >>> to_rfc6902([{"op": "append", "path": "/t", "value": "lo"}], {"t": "Hel"})
     [{'op': 'replace', 'path': '/t', 'value': 'Hello'}]
     """
+    expect_ops(ops, func="to_rfc6902")
+    expect(coalesce, bool, name="coalesce", func="to_rfc6902")
     return Rfc6902Downgrader(doc_before, coalesce=coalesce).downgrade(ops)

@@ -14,9 +14,11 @@ from __future__ import annotations
 import enum
 import json.decoder
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any
 
+from turnkit._args import expect
+from turnkit._astream import astream
 from turnkit._json import escape_token
 from turnkit.errors import IncompleteInputError, LimitExceededError, ParseError, UsageError, snippet_around
 from turnkit.limits import DEFAULT_LIMITS, Limits
@@ -230,6 +232,8 @@ class JsonStream:
     )
 
     def __init__(self, *, skip_prefix: bool = False, limits: Limits | None = None) -> None:
+        expect(skip_prefix, bool, name="skip_prefix", func="JsonStream")
+        expect(limits, Limits, name="limits", func="JsonStream", none=True)
         self._limits = limits or DEFAULT_LIMITS
         self._max_chars = self._limits.max_input_chars
         # the input total at which feed() takes a closer look: the size limit, or earlier where the open
@@ -314,6 +318,7 @@ class JsonStream:
         cannot carry a marker: an open array shows as ``True`` in its parent object's marker, and
         objects inside it carry their own.
         """
+        expect(marker, str, name="marker", func="JsonStream.annotated")
         value = self.value
         stack = self._stack
         if not stack:
@@ -723,6 +728,10 @@ class JsonStream:
         self._die("closed")
         return ops
 
+    def astream(self, chunks: AsyncIterable[str]) -> AsyncIterator[Op]:
+        """Feed every chunk of an async source, then close: yields exactly the ops ``feed`` and ``close`` return."""
+        return astream(self, chunks, func="JsonStream.astream")
+
     # ------------------------------------------------------------------ internals
 
     def _die(self, why: str) -> None:
@@ -909,6 +918,7 @@ class JsonStream:
 
 def loads_partial(text: str, *, skip_prefix: bool = False, limits: Limits | None = None) -> Any:
     """The partial value of a JSON prefix (``None`` if no value has started); invalid JSON raises ParseError."""
+    _check_loads("loads_partial", text, skip_prefix, limits)
     stream = JsonStream(skip_prefix=skip_prefix, limits=limits)
     stream.feed(text)
     return stream.value
@@ -916,7 +926,14 @@ def loads_partial(text: str, *, skip_prefix: bool = False, limits: Limits | None
 
 def loads(text: str, *, skip_prefix: bool = False, limits: Limits | None = None) -> Any:
     """A complete JSON document: the stream fed once and closed (same results as ``json.loads``)."""
+    _check_loads("loads", text, skip_prefix, limits)
     stream = JsonStream(skip_prefix=skip_prefix, limits=limits)
     stream.feed(text)
     stream.close()
     return stream.value
+
+
+def _check_loads(func: str, text: Any, skip_prefix: Any, limits: Any) -> None:
+    expect(text, str, name="text", func=func)
+    expect(skip_prefix, bool, name="skip_prefix", func=func)
+    expect(limits, Limits, name="limits", func=func, none=True)

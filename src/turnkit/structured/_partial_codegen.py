@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
+from turnkit._args import expect, fail_value
 from turnkit.errors import UsageError
 from turnkit.structured._policies import (
     _policy,
@@ -235,6 +236,8 @@ def partial_types_module(model: type[BaseModel], *, origin: str | None = None) -
     ``origin`` names the model in the header (default ``module:Name``). Every class the partial types
     refer to must be importable from its module's top level.
     """
+    expect_model(model, func="partial_types_module")
+    expect(origin, str, name="origin", func="partial_types_module", none=True)
     spelled = origin if origin is not None else f"{model.__module__}:{model.__qualname__}"
     return render_partials(model).module(origin=spelled)
 
@@ -307,3 +310,10 @@ def _top_level_members(spelled: str) -> list[str]:
             start = i + 1
     members.append(spelled[start:].strip())
     return members
+
+
+def expect_model(model: Any, *, func: str) -> None:
+    """A pydantic model class."""
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        expect(model, type, name="model", func=func, accepts="a pydantic model class")
+        raise fail_value(f"must be a pydantic model class, not {model.__name__}", name="model", func=func)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from turnkit._args import expect
 from turnkit._json import escape_token
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,6 +46,10 @@ class PartialMarkers:
     __slots__ = ("_marker", "_open", "_stream", "_token")
 
     def __init__(self, stream: JsonStream, marker: str = "$partial") -> None:
+        from turnkit.structured._json_stream import JsonStream
+
+        expect(stream, JsonStream, name="stream", func="PartialMarkers")
+        expect(marker, str, name="marker", func="PartialMarkers")
         self._stream = stream
         self._marker = marker
         self._token = "/" + escape_token(marker)

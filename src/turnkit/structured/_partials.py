@@ -7,7 +7,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from turnkit.structured._partial_codegen import render_partials
+from turnkit.structured._partial_codegen import expect_model, render_partials
 
 __all__ = ["FieldState", "partial_model"]
 
@@ -38,6 +38,7 @@ def partial_model(model: type[BaseModel]) -> type[BaseModel]:
     >>> PartialPost.model_validate({"title": "Hel"})
     PartialPost(title='Hel', tags=None)
     """
+    expect_model(model, func="partial_model")
     with _LOCK:
         cached = _CACHE.get(model)
         if cached is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from turnkit._args import expect_items
 from turnkit._json import json_copy, split_pointer
 from turnkit.errors import JsonPatchError
 
@@ -207,7 +208,7 @@ def apply_patch(doc: Any, ops: Sequence[Op]) -> Any:
     and path (``err.op_index``, ``err.pointer``).
     """
     if isinstance(ops, str | bytes) or not isinstance(ops, Sequence):
-        raise JsonPatchError(f"a patch must be a list of operations, not {type(ops).__name__}")
+        raise JsonPatchError(f"a patch (argument 'ops') must be a list of operations, not {type(ops).__name__}")
     work = json_copy(doc)
     for index, op in enumerate(ops):
         try:
@@ -234,6 +235,7 @@ def coalesce_ops(ops: Sequence[Op]) -> list[Op]:
     folded into that value; add/replace followed by replace at the same path keeps the later value.
     Input operations are never modified.
     """
+    expect_ops(ops, func="coalesce_ops")
     out: list[Op] = []
     cur: Op | None = None  # the operation being built (owned: safe to modify)
     tail: list[str] = []  # text appended to cur's string (cur is a string add/replace/append)
@@ -308,3 +310,8 @@ def coalesce_ops(ops: Sequence[Op]) -> list[Op]:
             cur["value"] = json_copy(cur["value"])
     flush()
     return out
+
+
+def expect_ops(ops: Any, *, func: str, name: str = "ops") -> None:
+    """A list of operations; each operation is checked where it is applied (a ``JsonPatchError`` naming its index)."""
+    expect_items(ops, object, name=name, func=func, accepts="a list of operations")

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, PydanticUserError, TypeAdapter
 
+from turnkit._args import expect_items, fail_value
 from turnkit._json import unescape_token
 from turnkit.errors import ResponseSchemaError, UsageError
 
@@ -55,8 +56,9 @@ class RequireFields:
     names: tuple[str, ...]
 
     def __init__(self, *names: str) -> None:
-        if not names or not all(isinstance(name, str) and name for name in names):
-            raise TypeError("RequireFields needs at least one field name")
+        expect_items(names, str, name="names", func="RequireFields", accepts="field names (str)")
+        if not names or not all(names):
+            raise fail_value("needs at least one non-empty field name", name="names", func="RequireFields")
         object.__setattr__(self, "names", tuple(names))
 
 

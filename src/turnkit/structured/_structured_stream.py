@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import typing
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel
 
+from turnkit._args import expect
+from turnkit._astream import astream
 from turnkit.errors import UsageError
 from turnkit.limits import Limits
 from turnkit.structured._json_stream import JsonStream
@@ -71,6 +74,11 @@ class StructuredStream(Generic[M]):
         skip_prefix: bool = False,
         limits: Limits | None = None,
     ) -> None:
+        expect_schema(schema, func="StructuredStream")
+        expect(transform, (Transform, FunctionTransform), name="transform", func="StructuredStream", none=True)
+        expect(validate, bool, name="validate", func="StructuredStream")
+        expect(skip_prefix, bool, name="skip_prefix", func="StructuredStream")
+        expect(limits, Limits, name="limits", func="StructuredStream", none=True)
         self._schema = schema
         plan = compile_plan(Any if schema is None else schema, validate=validate and not isinstance(schema, Mapping))
         self._parser = JsonStream(skip_prefix=skip_prefix, limits=limits)
@@ -137,6 +145,10 @@ class StructuredStream(Generic[M]):
             self._failed = True
             raise
 
+    def astream(self, chunks: AsyncIterable[str]) -> AsyncIterator[Op]:
+        """Feed every chunk of an async source, then close: yields exactly the ops ``feed`` and ``close`` return."""
+        return astream(self, chunks, func="StructuredStream.astream")
+
     def _forward(self, ops: list[Op]) -> list[Op]:
         out = self._filter.push(ops, self._parser.incomplete)
         if self._transform is not None:
@@ -145,3 +157,10 @@ class StructuredStream(Generic[M]):
         for op in out:
             apply(op)
         return out
+
+
+def expect_schema(schema: Any, *, func: str) -> None:
+    """A JSON Schema (mapping), a pydantic model or another type annotation (``list[int]``), or ``None``."""
+    if schema is None or isinstance(schema, (Mapping, type)) or schema is Any or typing.get_origin(schema) is not None:
+        return
+    expect(schema, Mapping, name="schema", func=func, accepts="a JSON Schema mapping, a pydantic model or a type")

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from turnkit._args import check_fields, expect, expect_items
 from turnkit._json import escape_token, json_copy, split_pointer
 from turnkit.errors import JsonPatchError, UsageError
 from turnkit.structured._live_document import LiveDocument
@@ -48,6 +49,7 @@ class PathMap:
     _dst: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        check_fields(self)
         src = tuple(split_pointer(self.source))
         dst = tuple(split_pointer(self.target))
         if src.count(_WILD) != dst.count(_WILD):
@@ -64,8 +66,8 @@ class Transform:
     """
 
     def __init__(self, *maps: PathMap, keep: bool = True) -> None:
-        if not all(isinstance(m, PathMap) for m in maps):
-            raise UsageError("Transform takes PathMap rules")
+        expect_items(maps, PathMap, name="maps", func="Transform", accepts="PathMap rules")
+        expect(keep, bool, name="keep", func="Transform")
         self.maps = maps
         self.keep = keep
 

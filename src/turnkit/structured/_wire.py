@@ -28,8 +28,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from turnkit._args import expect
 from turnkit.errors import JsonPatchError
-from turnkit.structured._patch import Op
+from turnkit.structured._patch import Op, expect_ops
 
 __all__ = ["OpDecoder", "OpEncoder", "decode_ops", "encode_ops"]
 
@@ -276,9 +277,11 @@ def _reject_constant(name: str) -> Any:
 
 def encode_ops(ops: Sequence[Op]) -> str:
     """A self-contained batch of operations in the compact wire form."""
+    expect_ops(ops, func="encode_ops")
     return OpEncoder().encode(ops)
 
 
 def decode_ops(text: str) -> list[Op]:
     """The operations of a self-contained batch written by :func:`encode_ops`."""
+    expect(text, str, name="text", func="decode_ops")
     return OpDecoder().decode(text)

@@ -9,9 +9,11 @@ or regex ``open``/``close`` markers, each parsed by a content parser (``text``, 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from turnkit._args import expect, expect_items
+from turnkit._astream import astream
 from turnkit.errors import UsageError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.parse._response_template._keys import TEMPLATE_KEYS
@@ -42,6 +44,7 @@ def is_response_template(value: Any) -> bool:
 
 def load_response_template(spec: Any) -> ResponseTemplate:
     """Validate and compile a ``response_template`` dict, as transformers 5.23 does when it loads one."""
+    expect_template(spec, func="load_response_template", name="spec")
     from turnkit.parse._response_template._template import load_response_template as load
 
     return load(spec)
@@ -105,6 +108,8 @@ class ResponseTemplateFormat:
     __slots__ = ("template", "limits")
 
     def __init__(self, template: Mapping[str, Any] | ResponseTemplate, *, limits: Limits = DEFAULT_LIMITS) -> None:
+        expect_template(template, func="ResponseTemplateFormat", name="template")
+        expect(limits, Limits, name="limits", func="ResponseTemplateFormat")
         self.template = load_response_template(template)
         self.limits = limits
 
@@ -116,6 +121,7 @@ class ResponseTemplateFormat:
         self, *, prefix: str | None = None, tools: Tools | None = None, limits: Limits | None = None
     ) -> ResponseTemplateStream:
         """A push parser (deltas buffered until ``close``; see :class:`ResponseTemplateStream`)."""
+        _check_options("ResponseTemplateFormat.stream", prefix, tools, limits)
         return ResponseTemplateStream(self.template, prefix=prefix or "", tools=tools, limits=limits or self.limits)
 
     def parse(
@@ -126,10 +132,24 @@ class ResponseTemplateFormat:
         ``prefix`` is the prompt that came before the output (the text after its last ``start_anchor`` is
         parsed first, so a prompt that opened ``<think>`` is seen); ``None`` means none, like ``prefix=""``.
         """
+        expect(text, str, name="text", func="ResponseTemplateFormat.parse")
+        _check_options("ResponseTemplateFormat.parse", prefix, tools, limits)
         parser = _new_parser(self.template, prefix or "", tools, limits or self.limits)
         parser.feed(text)
         message, _ = parser.finalize()
         return message
+
+    def astream(
+        self,
+        chunks: AsyncIterable[str],
+        *,
+        prefix: str | None = None,
+        tools: Tools | None = None,
+        limits: Limits | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """:meth:`stream` over an async source of chunks: yields every delta (here: one, at the end)."""
+        stream = self.stream(prefix=prefix, tools=tools, limits=limits)
+        return astream(stream, chunks, func="ResponseTemplateFormat.astream")
 
     def __repr__(self) -> str:
         return f"<ResponseTemplateFormat fields={list(self.template.fields)}>"
@@ -144,4 +164,19 @@ def parse_response_template(
     limits: Limits = DEFAULT_LIMITS,
 ) -> dict[str, Any]:
     """Parse one model output with a ``response_template``: transformers 5.23's ``parse_response``."""
+    expect(text, str, name="text", func="parse_response_template")
     return ResponseTemplateFormat(template, limits=limits).parse(text, prefix=prefix, tools=tools)
+
+
+def expect_template(value: Any, *, func: str, name: str) -> None:
+    """A ``response_template`` mapping or a loaded :class:`ResponseTemplate` (its content is checked when loaded)."""
+    if not isinstance(value, Mapping) and not is_response_template(value):
+        expect(value, Mapping, name=name, func=func, accepts="a response_template mapping or a ResponseTemplate")
+
+
+def _check_options(func: str, prefix: Any, tools: Any, limits: Any) -> None:
+    expect(prefix, str, name="prefix", func=func, none=True)
+    expect_items(
+        tools, object, name="tools", func=func, accepts="a list of tool schemas or functions, or None", none=True
+    )
+    expect(limits, Limits, name="limits", func=func, none=True)

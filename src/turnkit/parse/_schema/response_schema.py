@@ -19,6 +19,7 @@ import marshal
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from turnkit._args import expect, expect_mapping
 from turnkit.errors import LimitExceededError, ParseError, ResponseSchemaError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 
@@ -41,6 +42,9 @@ class ResponseSchema:
     __slots__ = ("schema", "limits", "problems", "_root", "_parse_root")
 
     def __init__(self, schema: Mapping[str, Any], *, limits: Limits = DEFAULT_LIMITS, strict: bool = False) -> None:
+        expect_mapping(schema, name="schema", func="ResponseSchema", accepts="a mapping (an x-regex response schema)")
+        expect(limits, Limits, name="limits", func="ResponseSchema")
+        expect(strict, bool, name="strict", func="ResponseSchema")
         # Here, not at module level: `import turnkit` does not pay for regex and jmespath.
         from turnkit.parse._schema.compiler import compile_node
         from turnkit.parse._schema.nodes import Problem, parse_root
@@ -60,8 +64,7 @@ class ResponseSchema:
 
     def parse(self, text: str) -> Any:
         """Parse one model output; returns a dict for object schemas, ``None`` when nothing matched."""
-        if not isinstance(text, str):
-            raise TypeError(f"parse_response needs the decoded output text (str), got {type(text).__name__}")
+        expect(text, str, name="text", func="ResponseSchema.parse", accepts="str (the decoded output text)")
         if len(text) > self.limits.max_input_chars:
             raise LimitExceededError(
                 f"model output of {len(text)} characters exceeds max_input_chars={self.limits.max_input_chars}"

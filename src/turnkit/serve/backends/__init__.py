@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from turnkit._args import expect, fail_value
 from turnkit.serve.backends._base import Backend, BackendChunk, SamplingParams, Usage
 from turnkit.serve.backends.completions import CompletionsBackend
 from turnkit.serve.backends.replay import ReplayBackend, ReplayRecord
@@ -20,8 +21,13 @@ __all__ = [
 
 def backend_from_spec(spec: str) -> Backend:
     """``"http://host:port"`` (an OpenAI-compatible completions server) or ``"replay:FILE"`` (JSONL records)."""
+    expect(spec, str, name="spec", func="backend_from_spec")
     if spec.startswith("replay:"):
         return ReplayBackend.from_file(spec.removeprefix("replay:"))
     if spec.startswith(("http://", "https://")):
         return CompletionsBackend(spec)
-    raise ValueError(f"unknown backend {spec!r}: give an http(s):// URL of a /v1/completions server or replay:FILE")
+    raise fail_value(
+        f"must be an http(s):// URL of a /v1/completions server or replay:FILE, not {spec!r}",
+        name="spec",
+        func="backend_from_spec",
+    )

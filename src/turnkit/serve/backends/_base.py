@@ -6,6 +6,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from turnkit._args import check_fields
+
 __all__ = ["Backend", "BackendChunk", "SamplingParams", "Usage"]
 
 
@@ -19,6 +21,9 @@ class SamplingParams:
     stop: tuple[str, ...] | None = None
     seed: int | None = None
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:
@@ -26,6 +31,9 @@ class Usage:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     @property
     def total_tokens(self) -> int:
@@ -39,6 +47,9 @@ class BackendChunk:
     text: str
     finish_reason: str | None = None
     usage: Usage | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @runtime_checkable

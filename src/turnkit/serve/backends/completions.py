@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 from httpx_sse import SSEError, aconnect_sse
 
+from turnkit._args import expect, expect_mapping
 from turnkit.serve._errors import BackendError, BadRequestError
 from turnkit.serve.backends._base import BackendChunk, SamplingParams, Usage
 
@@ -43,6 +44,14 @@ class CompletionsBackend:
         extra_body: dict[str, Any] | None = None,
         client: httpx.AsyncClient | None = None,
     ) -> None:
+        _f = "CompletionsBackend"
+        expect(url, str, name="url", func=_f)
+        expect(model, str, name="model", func=_f, none=True)
+        expect(api_key, str, name="api_key", func=_f, none=True)
+        expect(timeout, (int, float), name="timeout", func=_f, accepts="a number of seconds")
+        expect(connect_timeout, (int, float), name="connect_timeout", func=_f, accepts="a number of seconds")
+        expect_mapping(extra_body, name="extra_body", func=_f, none=True)
+        expect(client, httpx.AsyncClient, name="client", func=_f, none=True)
         self.url = completions_url(url)
         self.model = model
         self.extra_body = dict(extra_body or {})

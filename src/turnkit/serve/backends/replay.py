@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from turnkit._args import check_fields, expect, expect_items, fail_value
 from turnkit.serve._errors import BadRequestError
 from turnkit.serve.backends._base import BackendChunk, SamplingParams, Usage
 
@@ -27,6 +28,9 @@ class ReplayRecord:
     finish_reason: str = "stop"
     delay: float | None = None
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 class ReplayBackend:
     """Streams the first record whose ``match`` occurs in the rendered prompt (or that has no ``match``).
@@ -36,8 +40,10 @@ class ReplayBackend:
     """
 
     def __init__(self, records: Sequence[ReplayRecord], *, delay: float = 0.0) -> None:
+        expect_items(records, ReplayRecord, name="records", func="ReplayBackend", accepts="a list of ReplayRecord")
+        expect(delay, (int, float), name="delay", func="ReplayBackend", accepts="a number of seconds")
         if not records:
-            raise ValueError("a replay backend needs at least one record")
+            raise fail_value("needs at least one record", name="records", func="ReplayBackend")
         self.records = tuple(records)
         self.delay = delay
 
