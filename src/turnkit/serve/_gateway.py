@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any, Literal
 
 from turnkit import ChatTemplate, OutputFormat, TemplateError, TurnkitError, load_format
@@ -159,7 +159,7 @@ class Run:
         self._started = False
         self._task: asyncio.Task[Any] | None = None
         self._interrupted = False
-        self._iterator: AsyncIterator[Delta] | None = None
+        self._iterator: AsyncIterator[Any] | None = None
 
     # -- backend ----------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -223,12 +223,29 @@ class Run:
             self._iterator = self._deltas()
         return self._iterator
 
+    def batches(self) -> AsyncIterator[list[Delta]]:
+        """The same deltas as ``async for delta in run``, one non-empty list per backend chunk that produced any
+        (then the close's), so that a protocol can write them at once. Use either this or ``async for``."""
+        if self._iterator is None:
+            self._iterator = self._batches()
+        return self._iterator
+
     async def _deltas(self) -> AsyncIterator[Delta]:
+        batches = self._batches()
+        try:
+            async for batch in batches:
+                for delta in batch:
+                    yield delta
+        finally:
+            await batches.aclose()
+
+    async def _batches(self) -> AsyncGenerator[list[Delta], None]:
         try:
             await self.start()
             chunk = self._first
             self._first = None
             parser = self._parser
+            check = self._check
             while chunk is not None:
                 if chunk.text:
                     self._chunks += 1
@@ -237,17 +254,18 @@ class Run:
                     except TurnkitError as exc:
                         raise ServeError(f"model output could not be parsed: {exc}", code="output_error") from exc
                     if deltas:
-                        for delta in self._check(deltas):
-                            yield delta
+                        checked = check(deltas)
+                        if checked:
+                            yield checked
                 if chunk.finish_reason is not None:
                     self._backend_finish = chunk.finish_reason
                 if chunk.usage is not None:
                     self.usage = chunk.usage
                 chunk = await self._next()
-            tail = self._check(parser.close())
+            tail = check(parser.close())
             self._close_diverted(tail)
-            for delta in tail:
-                yield delta
+            if tail:
+                yield tail
             self._finish()
         finally:
             await self._close_backend()
@@ -283,6 +301,17 @@ class Run:
     def _check(self, deltas: list[Delta]) -> list[Delta]:
         out: list[Delta] = []
         for delta in deltas:
+            if len(delta) == 1 and self._diverted is None:  # the common case: one text delta
+                text = delta.get("content")
+                if text:
+                    self._content.append(text)
+                    out.append({"content": text})
+                    continue
+                text = delta.get("reasoning_content")
+                if text:
+                    self._reasoning.append(text)
+                    out.append({"reasoning_content": text})
+                    continue
             calls = delta.get("tool_calls")
             if calls is None:
                 for key in ("content", "reasoning_content"):
