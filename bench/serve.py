@@ -10,15 +10,17 @@ GIL); both sides are read by the same httpx client:
 - *turnkit*: ``POST /v1/chat/completions`` (stream) over the same replay backend: render, parse (hermes),
   tool policy, OpenAI chunk mapping, SSE.
 
-Rows, each the median of ``--repeat`` interleaved runs (raw, turnkit, raw, ...); the difference is turnkit's
-overhead:
-- time to first token (request sent → the line carrying the first model text), like for like: the replay
-  output starts with content, so both streams carry their first text in backend chunk 0;
+Rows, each the median of interleaved runs (raw, turnkit, raw, ...); the difference is turnkit's overhead:
+- time to first token (request sent → the line carrying the first model text; ``--ttft-repeat`` short replies),
+  like for like: the replay output starts with content, so both streams carry their first text in backend
+  chunk 0;
 - the same for an output that starts with reasoning (``<think>plan</think>...``): the raw stream is timed to the
   chunk that carries the first reasoning character (``p``), which is the one that releases turnkit's first
   ``reasoning_content`` delta, not to its first chunk (``<thin``, markup only);
-- per chunk, wall clock (whole 2000-chunk stream / chunks, the reasoning-first output);
-- per chunk, server CPU (the server process's CPU time over one stream / chunks): turnkit's own cost, free of
+- per request, server CPU (the server process's CPU time per request of a one-chunk reply): what turnkit adds
+  to the first token on an idle machine, free of the scheduling noise of a shared one;
+- per chunk, wall clock (a 2000-chunk reply, reasoning first: whole stream / chunks; ``--repeat`` runs);
+- per chunk, server CPU (the server process's CPU time over that stream / chunks): turnkit's own cost, free of
   the client's and of the other processes sharing the machine.
 Then concurrent streams held open at once (slow replay) and whether every one received all its chunks.
 """
@@ -41,7 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 import httpx  # noqa: E402
 
 CONTENT_FIRST = "Say hi."
-REASONING_FIRST = "Tell me a story."
+REASONING_FIRST = "Think, then say hi."
+LONG = "Tell me a story."
+ONE = "Just wave."
 
 
 def _app(chunks: int, delay: float) -> object:
@@ -61,8 +65,10 @@ def _app(chunks: int, delay: float) -> object:
 
     backend = ReplayBackend(
         [
-            ReplayRecord("word " * chunks, match=CONTENT_FIRST, chunk=5),
-            ReplayRecord("<think>plan</think>" + "word " * chunks, match=REASONING_FIRST, chunk=5),
+            ReplayRecord("word " * 16, match=CONTENT_FIRST, chunk=5),
+            ReplayRecord("<think>plan</think>" + "word " * 16, match=REASONING_FIRST, chunk=5),
+            ReplayRecord("<think>plan</think>" + "word " * chunks, match=LONG, chunk=5),
+            ReplayRecord("Hi!", match=ONE, chunk=5),
         ],
         delay=delay,
     )
@@ -167,32 +173,39 @@ def _bodies(prompt: str) -> tuple[dict[str, object], dict[str, object]]:
     return {"prompt": prompt}, {"messages": [{"role": "user", "content": prompt}], "stream": True}
 
 
-async def _timings(url: str, repeat: int, chunks: int) -> dict[str, list[float]]:
-    keys = ("ttft", "ttft_reasoning", "chunk", "cpu")
+async def _timings(url: str, repeat: int, ttft_repeat: int, chunks: int) -> dict[str, list[float]]:
+    keys = ("ttft", "ttft_reasoning", "request_cpu", "chunk", "cpu")
     out: dict[str, list[float]] = {f"{side}_{key}": [] for side in ("raw", "tk") for key in keys}
     paths = {"raw": "/raw", "tk": "/v1/chat/completions"}
+    sides = ("raw", "tk")
     async with httpx.AsyncClient(timeout=60) as client:
 
         async def cpu() -> float:
             value: float = (await client.get(url + "/cpu")).json()["cpu"]
             return value
 
+        async def one(side: str, prompt: str) -> tuple[float, float, int]:
+            return await _one(client, url + paths[side], _bodies(prompt)[side == "tk"], side == "raw")
+
         for _ in range(3):  # warm up both paths
-            for prompt in (CONTENT_FIRST, REASONING_FIRST):
-                raw_body, chat_body = _bodies(prompt)
-                await _one(client, url + "/raw", raw_body, True)
-                await _one(client, url + "/v1/chat/completions", chat_body, False)
-        for _ in range(repeat):
-            for side in ("raw", "tk"):
-                body = _bodies(CONTENT_FIRST)[side == "tk"]
-                ttft, _, _ = await _one(client, url + paths[side], body, side == "raw")
-                out[f"{side}_ttft"].append(ttft)
-            for side in ("raw", "tk"):
-                body = _bodies(REASONING_FIRST)[side == "tk"]
+            for prompt in (CONTENT_FIRST, REASONING_FIRST, LONG, ONE):
+                for side in sides:
+                    await one(side, prompt)
+        for _ in range(ttft_repeat):
+            for key, prompt in (("ttft", CONTENT_FIRST), ("ttft_reasoning", REASONING_FIRST)):
+                for side in sides:
+                    out[f"{side}_{key}"].append((await one(side, prompt))[0])
+        for _ in range(max(3, ttft_repeat // 20)):
+            for side in sides:
                 before = await cpu()
-                ttft, total, _ = await _one(client, url + paths[side], body, side == "raw")
+                for _ in range(20):
+                    await one(side, ONE)
+                out[f"{side}_request_cpu"].append((await cpu() - before) / 20)
+        for _ in range(repeat):
+            for side in sides:
+                before = await cpu()
+                _, total, _ = await one(side, LONG)
                 after = await cpu()
-                out[f"{side}_ttft_reasoning"].append(ttft)
                 out[f"{side}_chunk"].append(total / chunks)
                 out[f"{side}_cpu"].append((after - before) / chunks)
     return out
@@ -202,7 +215,7 @@ async def _concurrent(url: str, streams: int) -> tuple[int, float]:
     limits = httpx.Limits(max_connections=streams + 10, max_keepalive_connections=streams + 10)
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
         started = time.perf_counter()
-        body = _bodies(REASONING_FIRST)[1]
+        body = _bodies(LONG)[1]
         results = await asyncio.gather(
             *[_one(client, url + "/v1/chat/completions", body, False) for _ in range(streams)], return_exceptions=True
         )
@@ -214,7 +227,8 @@ async def _concurrent(url: str, streams: int) -> tuple[int, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--repeat", type=int, default=None)
+    parser.add_argument("--repeat", type=int, default=None, help="runs of the 2000-chunk stream (default 15)")
+    parser.add_argument("--ttft-repeat", type=int, default=None, help="runs of each first-token row (default 100)")
     parser.add_argument("--no-concurrency", action="store_true", help="skip the concurrent-streams row")
     parser.add_argument("--serve", nargs=2, metavar=("CHUNKS", "DELAY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -223,11 +237,12 @@ def main() -> None:
         return
     chunks = 500 if args.quick else 2000
     repeat = args.repeat or (5 if args.quick else 15)
+    ttft_repeat = args.ttft_repeat or (30 if args.quick else 100)
     streams = 200 if args.quick else 1000
 
     server = Server(chunks, 0.0)
     try:
-        t = asyncio.run(_timings(server.url, repeat, chunks + 4))
+        t = asyncio.run(_timings(server.url, repeat, ttft_repeat, chunks + 4))
     finally:
         server.stop()
     med = {k: statistics.median(v) for k, v in t.items()}
@@ -235,6 +250,7 @@ def main() -> None:
     for key, label, scale, unit in (
         ("ttft", "time to first token", 1e3, "ms"),
         ("ttft_reasoning", "time to first token, reasoning first", 1e3, "ms"),
+        ("request_cpu", "per request, server CPU", 1e3, "ms"),
         ("chunk", f"per chunk, wall ({chunks} chunks)", 1e6, "µs"),
         ("cpu", "per chunk, server CPU", 1e6, "µs"),
     ):

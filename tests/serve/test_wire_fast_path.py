@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnkit.serve import BackendChunk, ChatRequest, Gateway, SamplingParams, embedded_template
-from turnkit.serve.protocols.openai_chat import _stream, _Wire
+from turnkit import TurnkitError
+from turnkit.serve import BackendChunk, ChatRequest, Gateway, SamplingParams, ServeError, embedded_template
+from turnkit.serve.protocols.openai_chat import _error_event, _stream, _Wire
 
 MODES = ("both", "reasoning_content", "reasoning", "none")
 
@@ -136,3 +137,63 @@ def test_batches_flatten_to_the_deltas() -> None:
     batches, deltas = asyncio.run(go())
     assert all(batches) and [d for batch in batches for d in batch] == deltas
     assert any(len(batch) > 1 for batch in batches)
+
+
+class _Failing:
+    """A parser that raises on its ``fail_at``-th feed (0-based) and otherwise delegates."""
+
+    def __init__(self, parser: Any, fail_at: int) -> None:
+        self.parser, self.fail_at, self.fed = parser, fail_at, 0
+
+    def feed(self, text: str) -> list[dict[str, Any]]:
+        self.fed += 1
+        if self.fed > self.fail_at:
+            raise TurnkitError("broken output")
+        result: list[dict[str, Any]] = self.parser.feed(text)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.parser, name)
+
+
+@pytest.mark.parametrize("fail_at", [0, 1, 2])
+def test_a_parse_error_is_the_same_bytes_as_the_reference(fail_at: int) -> None:
+    pieces = ["Hello", " there", " world", " again"]
+    chat = ChatRequest(messages=[{"role": "user", "content": "x"}])
+
+    async def go() -> tuple[list[bytes], bytes]:
+        gateway = _gateway("both", _Pieces(pieces))
+        wire = _Wire(gateway)
+        run = gateway.run(chat)
+        run._parser = _Failing(run._parser, fail_at)  # type: ignore[assignment]
+        await run.start()
+        writes = [piece async for piece in _stream(run, wire, False)]
+        run = gateway.run(chat)
+        run._parser = _Failing(run._parser, fail_at)  # type: ignore[assignment]
+        expected = [wire.chunk({"role": "assistant", "content": ""})]
+        try:
+            async for delta in run:
+                expected.append(wire.chunk(delta))
+        except ServeError as exc:
+            expected.append(_error_event(exc))
+        return writes, b"".join(expected)
+
+    writes, expected = asyncio.run(go())
+    assert b"".join(writes) == expected
+    assert b'"code": "output_error"' in writes[-1]
+
+
+def test_writes_are_coalesced() -> None:
+    """The role chunk goes out with the first backend chunk's deltas; the end (finish, usage, [DONE]) at once."""
+    chat = ChatRequest(messages=[{"role": "user", "content": "x"}])
+
+    async def go() -> list[bytes]:
+        gateway = _gateway("both", _Pieces(["Hello", " world"]))
+        run = gateway.run(chat)
+        await run.start()
+        return [piece async for piece in _stream(run, _Wire(gateway), True)]
+
+    writes = asyncio.run(go())
+    assert [w.count(b"data: ") for w in writes] == [2, 1, 3]
+    assert b'"role":"assistant"' in writes[0] and b'"content":"Hello"' in writes[0]
+    assert writes[-1].endswith(b"data: [DONE]\n\n")

@@ -156,6 +156,7 @@ class Run:
         self._backend_finish: str | None = None
         self._it: AsyncIterator[BackendChunk] | None = None
         self._first: BackendChunk | None = None
+        self._first_taken = False  # ready() has consumed the first chunk
         self._started = False
         self._task: asyncio.Task[Any] | None = None
         self._interrupted = False
@@ -239,30 +240,47 @@ class Run:
         finally:
             await batches.aclose()
 
+    def ready(self) -> list[Delta]:
+        """After :meth:`start`: the checked deltas of the backend chunk already received, without waiting (so a
+        protocol can write them with its first event); iterating then goes on from the next chunk."""
+        chunk = self._first
+        if chunk is None or self._first_taken:  # not started, the backend sent nothing, or already taken
+            return []
+        self._first_taken = True
+        self._first = None
+        return self._feed(chunk)
+
+    def _feed(self, chunk: BackendChunk) -> list[Delta]:
+        checked: list[Delta] = []
+        if chunk.text:
+            self._chunks += 1
+            try:
+                deltas = self._parser.feed(chunk.text)
+            except TurnkitError as exc:
+                raise ServeError(f"model output could not be parsed: {exc}", code="output_error") from exc
+            if deltas:
+                checked = self._check(deltas)
+        if chunk.finish_reason is not None:
+            self._backend_finish = chunk.finish_reason
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        return checked
+
     async def _batches(self) -> AsyncGenerator[list[Delta], None]:
         try:
             await self.start()
-            chunk = self._first
-            self._first = None
-            parser = self._parser
-            check = self._check
-            while chunk is not None:
-                if chunk.text:
-                    self._chunks += 1
-                    try:
-                        deltas = parser.feed(chunk.text)
-                    except TurnkitError as exc:
-                        raise ServeError(f"model output could not be parsed: {exc}", code="output_error") from exc
-                    if deltas:
-                        checked = check(deltas)
-                        if checked:
-                            yield checked
-                if chunk.finish_reason is not None:
-                    self._backend_finish = chunk.finish_reason
-                if chunk.usage is not None:
-                    self.usage = chunk.usage
+            if self._first_taken:  # ready() fed the first chunk
                 chunk = await self._next()
-            tail = check(parser.close())
+            else:
+                chunk, self._first = self._first, None
+                self._first_taken = True
+            feed = self._feed
+            while chunk is not None:
+                checked = feed(chunk)
+                if checked:
+                    yield checked
+                chunk = await self._next()
+            tail = self._check(self._parser.close())
             self._close_diverted(tail)
             if tail:
                 yield tail

@@ -332,17 +332,29 @@ def _error_event(error: ServeError) -> bytes:
     return sse_event(json.dumps(error.to_openai(), ensure_ascii=False))
 
 
+_ROLE: dict[str, Any] = {"role": "assistant", "content": ""}
+
+
 async def _stream(run: Run, wire: _Wire, include_usage: bool) -> AsyncIterator[bytes]:
+    """The chunks of a started run. Writes are coalesced (the bytes are those of one event per chunk): the role
+    chunk goes with the deltas of the backend chunk already received, each later backend chunk's deltas in one
+    write, and the finish chunk, the usage chunk and ``[DONE]`` in one write."""
     try:
-        yield wire.chunk({"role": "assistant", "content": ""})
+        role = wire.chunk(_ROLE)
+        try:
+            first = wire.events(run.ready())
+        except ServeError:
+            yield role
+            raise
+        yield role + first
         async for batch in run.batches():
             data = wire.events(batch)
             if data:
                 yield data
-        yield wire.final(run)
+        end = wire.final(run)
         if include_usage:
-            yield wire.usage_chunk(run.usage)
-        yield _DONE
+            end += wire.usage_chunk(run.usage)
+        yield end + _DONE
     except ServeError as exc:
         yield _error_event(exc)
     finally:
