@@ -2,6 +2,7 @@
 
     python bench/serve.py            # all rows
     python bench/serve.py --quick    # fewer chunks, repeats and streams
+    python bench/serve.py --pin      # server and client on different CPUs (less scheduling noise)
 
 The server runs under uvicorn on 127.0.0.1 in a child process (so the client never competes with it for the
 GIL); both sides are read by the same httpx client:
@@ -230,6 +231,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=None, help="runs of the 2000-chunk stream (default 15)")
     parser.add_argument("--ttft-repeat", type=int, default=None, help="runs of each first-token row (default 100)")
     parser.add_argument("--no-concurrency", action="store_true", help="skip the concurrent-streams row")
+    parser.add_argument("--pin", action="store_true", help="pin the server to the last CPU, the client to the others")
     parser.add_argument("--serve", nargs=2, metavar=("CHUNKS", "DELAY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -241,6 +243,11 @@ def main() -> None:
     streams = 200 if args.quick else 1000
 
     server = Server(chunks, 0.0)
+    if args.pin:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) > 1:
+            os.sched_setaffinity(server.process.pid, {cpus[-1]})
+            os.sched_setaffinity(0, set(cpus[:-1]))
     try:
         t = asyncio.run(_timings(server.url, repeat, ttft_repeat, chunks + 4))
     finally:
