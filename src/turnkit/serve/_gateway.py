@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any, Literal
 
 from turnkit import ChatTemplate, OutputFormat, TemplateError, TurnkitError, load_format
@@ -171,10 +171,11 @@ class Run:
         self._backend_finish: str | None = None
         self._it: AsyncIterator[BackendChunk] | None = None
         self._first: BackendChunk | None = None
+        self._first_taken = False  # ready() has consumed the first chunk
         self._started = False
         self._task: asyncio.Task[Any] | None = None
         self._interrupted = False
-        self._iterator: AsyncIterator[Delta] | None = None
+        self._iterator: AsyncIterator[Any] | None = None
 
     # -- backend ----------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -238,31 +239,66 @@ class Run:
             self._iterator = self._deltas()
         return self._iterator
 
+    def batches(self) -> AsyncIterator[list[Delta]]:
+        """The same deltas as ``async for delta in run``, one non-empty list per backend chunk that produced any
+        (then the close's), so that a protocol can write them at once. Use either this or ``async for``."""
+        if self._iterator is None:
+            self._iterator = self._batches()
+        return self._iterator
+
     async def _deltas(self) -> AsyncIterator[Delta]:
+        batches = self._batches()
+        try:
+            async for batch in batches:
+                for delta in batch:
+                    yield delta
+        finally:
+            await batches.aclose()
+
+    def ready(self) -> list[Delta]:
+        """After :meth:`start`: the checked deltas of the backend chunk already received, without waiting (so a
+        protocol can write them with its first event); iterating then goes on from the next chunk."""
+        chunk = self._first
+        if chunk is None or self._first_taken:  # not started, the backend sent nothing, or already taken
+            return []
+        self._first_taken = True
+        self._first = None
+        return self._feed(chunk)
+
+    def _feed(self, chunk: BackendChunk) -> list[Delta]:
+        checked: list[Delta] = []
+        if chunk.text:
+            self._chunks += 1
+            try:
+                deltas = self._parser.feed(chunk.text)
+            except TurnkitError as exc:
+                raise ServeError(f"model output could not be parsed: {exc}", code="output_error") from exc
+            if deltas:
+                checked = self._check(deltas)
+        if chunk.finish_reason is not None:
+            self._backend_finish = chunk.finish_reason
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        return checked
+
+    async def _batches(self) -> AsyncGenerator[list[Delta], None]:
         try:
             await self.start()
-            chunk = self._first
-            self._first = None
-            parser = self._parser
-            while chunk is not None:
-                if chunk.text:
-                    self._chunks += 1
-                    try:
-                        deltas = parser.feed(chunk.text)
-                    except TurnkitError as exc:
-                        raise ServeError(f"model output could not be parsed: {exc}", code="output_error") from exc
-                    if deltas:
-                        for delta in self._check(deltas):
-                            yield delta
-                if chunk.finish_reason is not None:
-                    self._backend_finish = chunk.finish_reason
-                if chunk.usage is not None:
-                    self.usage = chunk.usage
+            if self._first_taken:  # ready() fed the first chunk
                 chunk = await self._next()
-            tail = self._check(parser.close())
+            else:
+                chunk, self._first = self._first, None
+                self._first_taken = True
+            feed = self._feed
+            while chunk is not None:
+                checked = feed(chunk)
+                if checked:
+                    yield checked
+                chunk = await self._next()
+            tail = self._check(self._parser.close())
             self._close_diverted(tail)
-            for delta in tail:
-                yield delta
+            if tail:
+                yield tail
             self._finish()
         finally:
             await self._close_backend()
@@ -298,6 +334,17 @@ class Run:
     def _check(self, deltas: list[Delta]) -> list[Delta]:
         out: list[Delta] = []
         for delta in deltas:
+            if len(delta) == 1 and self._diverted is None:  # the common case: one text delta
+                text = delta.get("content")
+                if text:
+                    self._content.append(text)
+                    out.append({"content": text})
+                    continue
+                text = delta.get("reasoning_content")
+                if text:
+                    self._reasoning.append(text)
+                    out.append({"reasoning_content": text})
+                    continue
             calls = delta.get("tool_calls")
             if calls is None:
                 for key in ("content", "reasoning_content"):

@@ -208,8 +208,18 @@ def parse_chat_request(body: Any) -> tuple[ChatRequest, bool, bool]:
     return chat, stream, include_usage
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=_COMPACT)  # json.dumps(..., these options), reused
+_encode = _ENCODER.encode
+_string = json.encoder.encode_basestring  # a str as _ENCODER writes it (ensure_ascii=False)
+
+
 class _Wire:
-    """Maps gateway deltas to OpenAI chunks for one response."""
+    """Maps gateway deltas to OpenAI chunks for one response.
+
+    ``delta`` + ``chunk`` are the reference encoding of one delta; ``events`` is the fast path a stream uses
+    (the same bytes: a text delta is a precomputed prefix + its JSON string + a precomputed suffix, and the
+    chunks of one batch are encoded at once).
+    """
 
     def __init__(self, gateway: Gateway) -> None:
         self.id = f"chatcmpl-{uuid.uuid4().hex}"
@@ -221,6 +231,16 @@ class _Wire:
             f'"model":{json.dumps(self.model)},"system_fingerprint":null,"choices":[{{"index":0,"delta":'
         )
         self.tail = ',"logprobs":null,"finish_reason":null}]}'
+        self._open = "data: " + self.head  # + the delta's JSON + self._close
+        self._close = self.tail + "\n\n"
+        self._content = self._open + '{"content":'
+        self._text_close = "}" + self._close
+        mode = self.reasoning
+        self._reasoning: tuple[str, str] | None = None  # reasoning text → prefix + (JSON string + middle)*n
+        if mode in ("both", "reasoning_content"):
+            self._reasoning = (self._open + '{"reasoning_content":', ',"reasoning":' if mode == "both" else "")
+        elif mode == "reasoning":
+            self._reasoning = (self._open + '{"reasoning":', "")
 
     def delta(self, delta: dict[str, Any]) -> dict[str, Any] | None:
         text = delta.get("reasoning_content")
@@ -238,6 +258,32 @@ class _Wire:
     def chunk(self, delta: dict[str, Any]) -> bytes:
         data = self.head + json.dumps(delta, ensure_ascii=False, separators=_COMPACT) + self.tail
         return b"data: " + data.encode("utf-8") + b"\n\n"
+
+    def events(self, deltas: list[dict[str, Any]]) -> bytes:
+        """``b"".join(chunk(delta(d)) for d in deltas)`` (skipping deltas that map to None), built faster."""
+        parts: list[str] = []
+        for delta in deltas:
+            if len(delta) == 1:
+                text = delta.get("content")
+                if text is not None:
+                    parts.append(self._content + _string(text) + self._text_close)
+                    continue
+                text = delta.get("reasoning_content")
+                if text is not None:
+                    reasoning = self._reasoning
+                    if reasoning is None:
+                        continue
+                    prefix, middle = reasoning
+                    encoded = _string(text)
+                    if middle:
+                        parts.append(prefix + encoded + middle + encoded + self._text_close)
+                    else:
+                        parts.append(prefix + encoded + self._text_close)
+                    continue
+            mapped = self.delta(delta)
+            if mapped is not None:
+                parts.append(self._open + _encode(mapped) + self._close)
+        return "".join(parts).encode("utf-8")
 
     def final(self, run: Run) -> bytes:
         choice: dict[str, Any] = {"index": 0, "delta": {}, "logprobs": None, "finish_reason": run.finish_reason}
@@ -286,17 +332,29 @@ def _error_event(error: ServeError) -> bytes:
     return sse_event(json.dumps(error.to_openai(), ensure_ascii=False))
 
 
+_ROLE: dict[str, Any] = {"role": "assistant", "content": ""}
+
+
 async def _stream(run: Run, wire: _Wire, include_usage: bool) -> AsyncIterator[bytes]:
+    """The chunks of a started run. Writes are coalesced (the bytes are those of one event per chunk): the role
+    chunk goes with the deltas of the backend chunk already received, each later backend chunk's deltas in one
+    write, and the finish chunk, the usage chunk and ``[DONE]`` in one write."""
     try:
-        yield wire.chunk({"role": "assistant", "content": ""})
-        async for delta in run:
-            mapped = wire.delta(delta)
-            if mapped is not None:
-                yield wire.chunk(mapped)
-        yield wire.final(run)
+        role = wire.chunk(_ROLE)
+        try:
+            first = wire.events(run.ready())
+        except ServeError:
+            yield role
+            raise
+        yield role + first
+        async for batch in run.batches():
+            data = wire.events(batch)
+            if data:
+                yield data
+        end = wire.final(run)
         if include_usage:
-            yield wire.usage_chunk(run.usage)
-        yield _DONE
+            end += wire.usage_chunk(run.usage)
+        yield end + _DONE
     except ServeError as exc:
         yield _error_event(exc)
     finally:
