@@ -7,6 +7,7 @@ import tracemalloc
 
 import pytest
 
+import turnkit
 from turnkit import (
     ChatTemplate,
     Limits,
@@ -245,3 +246,21 @@ def test_absurd_nesting_is_a_template_error(source: str) -> None:
         text = None
     assert text in (None, "", "[]", "1", "20001")
     assert time.perf_counter() - start < 5
+
+
+@pytest.mark.parametrize("where", ["content", "tools", "documents", "kwarg"])
+def test_inputs_that_share_their_parts_are_bounded(where: str) -> None:
+    """``x = [x, x]`` forty times is tiny in memory and 2**40 values once copied: refused, not copied forever."""
+    shared: list[object] = ["a"]
+    for _ in range(40):
+        shared = [shared, shared]
+    conversation = [{"role": "user", "content": shared if where == "content" else "hi"}]
+    options: dict[str, object] = {
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {"x": shared}}}],
+        "documents": [{"x": shared}],
+        "kwarg": {"extra": shared},
+        "content": {},
+    }[where]
+    kwargs = options if where == "kwarg" else ({where: options} if where != "content" else {})
+    with pytest.raises(turnkit.TemplateLimitError, match="lists and dicts"):
+        turnkit.apply_chat_template(conversation, "{{ messages|length }}", **kwargs)

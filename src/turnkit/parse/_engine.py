@@ -203,6 +203,9 @@ class StreamParser:
         self._closed = ""  # "", or why the parser takes no more input: "closed" or "failed"
         self._final = False  # close(): the held tail is scanned with nothing held back
         self._size = 0
+        self._max_input = limits.max_input_chars
+        self._fast_body: Body | None = None  # set by _arm: the body the next feed may hand its chunk to at once
+        self._fast_replay: list[str] | None = None
         self._mode = _CONTENT
         self._scanner = MarkerScanner(self._c.content_markers)
         self._at_start = True  # no content text yet (``at_start`` regions and header starts)
@@ -229,13 +232,34 @@ class StreamParser:
     # -- public -------------------------------------------------------------------------------------
     def feed(self, text: str) -> list[Delta]:
         """Parse the next piece of output; returns the deltas it settled (possibly none)."""
+        # The hot path: inside a tool-call body whose decoder can take this chunk in one step (see _arm).
+        body = self._fast_body
+        if body is not None and type(text) is str and text:
+            size = self._size + len(text)
+            if size <= self._max_input:
+                try:
+                    fast = body.fast(text)
+                except BaseException:
+                    self._closed = "failed"
+                    self._fast_body = None
+                    raise
+                if fast is not None:
+                    self._size = size
+                    replay = self._fast_replay
+                    if replay is not None:
+                        replay.append(text)  # the region's text, kept while the body may still reject it
+                    return fast
+        return self._feed(text)
+
+    def _feed(self, text: str) -> list[Delta]:
+        self._fast_body = None
         if self._closed:
             raise UsageError(f"feed() on a {self._closed} stream parser")
         if type(text) is not str:
             self._closed = "failed"
             raise UsageError(f"feed() takes str, not {type(text).__name__}")
-        self._size += len(text)
-        if self._size > self._limits.max_input_chars:
+        size = self._size = self._size + len(text)
+        if size > self._limits.max_input_chars:
             self._closed = "failed"
             raise LimitExceededError(
                 f"model output longer than max_input_chars={self._limits.max_input_chars}",
@@ -245,22 +269,63 @@ class StreamParser:
             if self._prefix_pending and text:
                 self._content(self._prefix_pending)
                 self._prefix_pending = ""
-            if self._out.holding:
+            out = self._out
+            if out.holding:
                 region = self._region
                 assert region is not None
                 region.raw.append(text)
-            elif self._mode is _BODY and text and not self._out.deltas:
-                region = self._region
-                body = region.body if region is not None else None
-                if body is not None:
-                    fast = body.fast(text)
-                    if fast is not None:
-                        return fast
+            elif text:
+                # Hot paths: a chunk that cannot change the machine's state, handled in one step.
+                mode = self._mode
+                if mode is _BODY:
+                    region = self._region
+                    body = region.body if region is not None else None
+                    # with frame=True the role delta may be pending: the slow path returns it too
+                    if region is not None and body is not None and not out.deltas:
+                        fast = body.fast(text)
+                        if fast is not None:
+                            replay = region.replay  # the bookkeeping _body_feed does
+                            if replay is not None:
+                                if len(out.calls) != region.calls_at_entry:
+                                    region.replay = None
+                                else:
+                                    replay.append(text)
+                            self._arm()
+                            return fast
+                elif mode is not _DONE:
+                    scanner = self._scanner
+                    if scanner.held:
+                        if scanner.hold_more(text):  # still inside a marker's beginning: every mode waits
+                            return out.take()
+                    elif mode is _CONTENT:
+                        if scanner.markers.quiet(text):
+                            self._content(text)  # what _run does with text in which no marker can start
+                            return out.take()
+                    elif mode is _REASONING and scanner.markers.quiet(text):
+                        self._reasoning_text(text)  # as _in_reasoning does
+                        if self._reasoning_fresh and text.strip():
+                            self._reasoning_fresh = False
+                        return out.take()
             self._run(text)
-            return self._out.take()
+            self._arm()
+            return out.take()
         except BaseException:
             self._closed = "failed"
             raise
+
+    def _arm(self) -> None:
+        """Let the next ``feed`` go straight to the body's fast path when nothing but the body can be affected:
+        inside a body and no region held back (``whole_calls``). The fast feed keeps the replay of the region's
+        text (needed while the body may still reject it) as _body_feed does. Any other ``feed`` disarms."""
+        region = self._region
+        if self._mode is not _BODY or region is None or region.body is None or self._out.holding:
+            return
+        if self._prefix_pending:
+            return
+        if region.replay is not None and len(self._out.calls) != region.calls_at_entry:
+            region.replay = None  # what the next _body_feed would do first
+        self._fast_body = region.body
+        self._fast_replay = region.replay
 
     def close(self, *, finish_reason: str | None = None) -> list[Delta]:
         """End of output: release held text, close open regions (flagging truncation).
@@ -268,6 +333,7 @@ class StreamParser:
         With ``frame=True`` the last delta returned is ``{"finish_reason": ...}``: ``finish_reason`` as given
         (``"length"`` when the caller knows the output was cut at the token limit, ``"content_filter"``), else
         ``"tool_calls"`` if the message has a call, else ``"stop"``."""
+        self._fast_body = None
         if self._closed:
             raise UsageError(f"close() on a {self._closed} stream parser")
         if finish_reason is not None:

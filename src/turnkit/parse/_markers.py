@@ -17,7 +17,17 @@ __all__ = ["MarkerScanner", "MarkerSet"]
 class MarkerSet:
     """A compiled, immutable set of markers (share one per declaration, build scanners from it)."""
 
-    __slots__ = ("markers", "_pattern", "prefixes", "_first", "_max", "prefixes_of_longer")
+    __slots__ = (
+        "markers",
+        "_pattern",
+        "prefixes",
+        "_first",
+        "_max",
+        "prefixes_of_longer",
+        "_first_re",
+        "_first1",
+        "plain_prefixes",
+    )
 
     def __init__(self, markers: Iterable[str]) -> None:
         unique = sorted({m for m in markers if m}, key=lambda m: (-len(m), m))
@@ -27,6 +37,21 @@ class MarkerSet:
         self._first = "".join(sorted({m[0] for m in unique}))
         self._max = max((len(m) for m in unique), default=0)
         self.prefixes_of_longer = frozenset(m for m in unique if m in self.prefixes)
+        # Where a marker could start: one character (the usual "<") is tested with ``in``, several with a class.
+        self._first1 = self._first if len(self._first) == 1 else ""
+        self._first_re = re.compile(f"[{re.escape(self._first)}]") if len(self._first) > 1 else None
+        # No marker occurs inside another marker's beginning past its first character (true of "<tag>"-style
+        # markers): then a held prefix extended into a longer prefix is held as a whole, nothing released.
+        self.plain_prefixes = not any(m in p[1:] for p in self.prefixes for m in unique)
+
+    def quiet(self, text: str) -> bool:
+        """Whether no marker can start anywhere in ``text`` (none of their first characters is in it): then
+        ``text`` holds no marker and no marker's beginning, so a scanner holding nothing releases all of it."""
+        if self._first1:
+            return self._first1 not in text
+        if self._first_re is None:
+            return True
+        return self._first_re.search(text) is None
 
     def search(self, text: str, pos: int = 0) -> tuple[int, str] | None:
         """First (earliest, then longest) marker in ``text`` at or after ``pos``."""
@@ -67,6 +92,17 @@ class MarkerScanner:
     def __init__(self, markers: MarkerSet) -> None:
         self.markers = markers
         self.held = ""
+
+    def hold_more(self, text: str) -> bool:
+        """The hot path inside a marker: if the held tail plus ``text`` still only begins a marker, hold it all
+        and return True (what :meth:`scan` does with it: nothing released, no marker found)."""
+        held = self.held
+        if held and self.markers.plain_prefixes:
+            buffer = held + text
+            if buffer in self.markers.prefixes:
+                self.held = buffer
+                return True
+        return False
 
     def scan(self, text: str, final: bool = False) -> tuple[str, str | None, str]:
         """Scan ``text``; with ``final`` (end of input) nothing is held back."""

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from turnkit._args import expect, expect_items
-from turnkit.errors import TemplateError, ToolSchemaError
+from turnkit.errors import TemplateError, TemplateLimitError, ToolSchemaError
+from turnkit.limits import DEFAULT_LIMITS
 
 __all__ = [
     "REASONING_FIELDS",
@@ -28,6 +29,19 @@ __all__ = [
 ]
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_MAX_CONTAINERS = DEFAULT_LIMITS.max_sequence_length
+"""How many dicts and lists the inputs of one render may copy into: a value that shares its parts (``x = [x, x]``
+forty times over) is a tree of 2**40 nodes once copied, and would never finish."""
+
+
+def _trust(container: Any, trusted: set[int]) -> None:
+    trusted.add(id(container))
+    if len(trusted) > _MAX_CONTAINERS:
+        raise TemplateLimitError(
+            f"template inputs hold more than {_MAX_CONTAINERS:,} lists and dicts (values that share their parts "
+            "count once per place they appear)",
+            code="template_input",
+        )
 
 # Names a message's reasoning is passed under; the first is the one most templates read.
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
@@ -102,7 +116,7 @@ def _plain_dict(value: Mapping[Any, Any], trusted: set[int] | None, *, drop_none
             for k, v in value.items()
         }
     if trusted is not None:
-        trusted.add(id(out))
+        _trust(out, trusted)
     return out
 
 
@@ -119,7 +133,7 @@ def plain_data(value: Any, trusted: set[int] | None = None) -> Any:
     if kind is list:
         items = [x if type(x) in _SCALARS else plain_data(x, trusted) for x in value]
         if trusted is not None:
-            trusted.add(id(items))
+            _trust(items, trusted)
         return items
     if isinstance(value, str):
         return str.__str__(value)  # str subclasses (enums...) carry methods; keep the text only
@@ -134,7 +148,7 @@ def plain_data(value: Any, trusted: set[int] | None = None) -> Any:
     if isinstance(value, tuple):
         result = tuple(plain_data(item, trusted) for item in value)
         if trusted is not None:
-            trusted.add(id(result))
+            _trust(result, trusted)
         return result
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.generic):

@@ -28,7 +28,7 @@ import jinja2.ext
 import jinja2.nodes as nodes
 from jinja2 import filters as jinja_filters
 from jinja2.compiler import CodeGenerator, Frame
-from jinja2.runtime import Context, Macro
+from jinja2.runtime import Context, LoopContext, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
 from jinja2.utils import Namespace, generate_lorem_ipsum
 from jinja2.visitor import NodeTransformer
@@ -43,6 +43,12 @@ __all__ = ["TemplateSandbox", "sandbox_for"]
 
 _LOOP_FILTER = "_turnkit_loop"
 _DICT_ATTRIBUTES = frozenset(dir(dict))
+# Attributes jinja2's sandbox always lets through unchanged (read-only methods, ``loop`` properties).
+_SAFE_DICT_METHODS = frozenset({"get", "items", "keys", "values"})
+_LOOP_ATTRIBUTES = frozenset(
+    {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "previtem", "nextitem"}
+)
+_PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
 _JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)
 # Methods the immutable sandbox refuses (jinja2.sandbox's list for dict and list).
 _MUTATORS: dict[type, frozenset[str]] = {
@@ -367,12 +373,27 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
                 budget.depth -= 1
 
     def getattr(self, obj: Any, attribute: str) -> Any:
-        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
-            # ``message.role``: not a dict attribute, so jinja2 would fall back to the item (same result, faster).
+        kind = type(obj)
+        if kind is dict:
+            if attribute not in _DICT_ATTRIBUTES:
+                # ``message.role``: not a dict attribute, so jinja2 would fall back to the item (same result, faster).
+                try:
+                    return obj[attribute]
+                except LookupError:
+                    return self.undefined(obj=obj, name=attribute)
+            if attribute in _SAFE_DICT_METHODS:
+                return getattr(obj, attribute)  # ``message.get``: what jinja2 returns after its checks
+        elif kind is LoopContext:
+            if attribute in _LOOP_ATTRIBUTES:
+                return getattr(obj, attribute)  # ``loop.first``: public properties, always safe
+        elif kind is _TemplateNamespace and attribute[:1] != "_":
+            # ``ns.system``: a namespace's attributes are its items; plain values need none of jinja2's checks
             try:
-                return obj[attribute]
-            except LookupError:
+                value = getattr(obj, attribute)
+            except AttributeError:
                 return self.undefined(obj=obj, name=attribute)
+            if type(value) in _PLAIN_VALUES:
+                return value
         return super().getattr(obj, attribute)
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import os
+import pickle
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from itertools import islice
@@ -61,7 +64,17 @@ class ChatTemplate:
         '<|im_start|>user\\nHi!<|im_end|>\\n<|im_start|>assistant\\n'
     """
 
-    __slots__ = ("_sources", "_compiled", "_single", "_special", "limits", "_sandbox", "_plain_special", "_tokenizer")
+    __slots__ = (
+        "_sources",
+        "_compiled",
+        "_single",
+        "_special",
+        "limits",
+        "_sandbox",
+        "_plain_special",
+        "_tokenizer",
+        "_memos",
+    )
 
     def __init__(
         self,
@@ -81,6 +94,9 @@ class ChatTemplate:
         self._special: dict[str, Any] = dict(special_tokens or {})
         self._plain_special: dict[str, Any] = _plain(self._special)
         self._compiled: dict[str, jinja2.Template | TemplateError] = {}
+        # per template name: the memo of rendered prompts (None: the template's output is not a function of its
+        # input, e.g. it reads the clock); see _RenderMemo
+        self._memos: dict[str, _RenderMemo | None] = {}
         if isinstance(source, str):
             self._single = True
             self._sources: dict[str, str] = {_SINGLE: source}
@@ -300,6 +316,16 @@ class ChatTemplate:
         compiled = self._compile(name)
         if isinstance(compiled, TemplateError):
             raise TemplateError(compiled.message, code=compiled.code)  # a fresh error per render
+        memo = self._memos.get(name, _UNKNOWN)
+        if memo is _UNKNOWN:
+            memo = self._memos[name] = _RenderMemo() if _deterministic(source) else None
+        key = None
+        if memo is not None and not batched and TRACKER.get() is None:
+            key = _memo_key(name, conversation, tools, documents, add_generation_prompt, continue_final_message, kwargs)
+            if key is not None:
+                hit = memo.get(key)
+                if hit is not None:
+                    return hit
         trusted: set[int] = set()
         schemas = tool_schemas(tools, trusted)
         if documents is not None:
@@ -321,6 +347,8 @@ class ChatTemplate:
         rendered = [
             self._render_chat(compiled, source, chat, shared, extra, continue_final_message, trusted) for chat in chats
         ]
+        if key is not None and memo is not None:
+            memo.put(key, rendered[0])
         return rendered if batched else rendered[0]
 
     def _choose(self, template_name: str | None, tools: Any) -> str:
@@ -381,6 +409,105 @@ class ChatTemplate:
         if continue_final_message:
             text = _cut_at_final_message(text, final_message)
         return text
+
+
+_UNKNOWN: Any = object()
+# What makes a render's output change from one call to the next (the clock, the random generators) or depend
+# on more than the input's content (``is sameas`` tests identity). A template whose text mentions one (even in
+# a comment or a string: the test is conservative) is never memoised.
+_IMPURE = ("strftime_now", "lipsum", "random", "sameas")
+
+
+def _deterministic(source: str) -> bool:
+    """Whether the template's output is a function of its variables alone (no clock, no randomness)."""
+    return not any(word in source for word in _IMPURE)
+
+
+def _memo_key(
+    name: str,
+    conversation: Any,
+    tools: Any,
+    documents: Any,
+    add_generation_prompt: bool,
+    continue_final_message: bool | str,
+    kwargs: dict[str, Any],
+) -> bytes | None:
+    """The exact content of one render's input as bytes, or None when some of it is not plain data.
+
+    Pickled by :class:`_PlainPickler`, which takes only exact built-in types (a str subclass, a Mapping, a
+    dataclass, a function make it refuse), keeps dict order and float bits, and writes a back-reference for an
+    object met twice: equal bytes mean inputs of the same types, values, order and sharing, so the template sees
+    the same data. Python-function tools are keyed by their cached schema (invalidated when the function changes).
+    """
+    if tools is not None and not (type(tools) is list and all(type(tool) is dict for tool in tools)):
+        try:
+            tools = tool_schemas(tools)
+        except TemplateError:
+            return None  # the render raises it again, with the same message
+    if len(kwargs) > _MEMO_MAX_KWARGS:
+        return None
+    buffer = io.BytesIO()
+    try:
+        _PlainPickler(buffer, 5).dump(
+            (name, conversation, tools, documents, add_generation_prompt, continue_final_message, kwargs)
+        )
+    except (_NotPlain, pickle.PicklingError, ValueError, TypeError, RecursionError):
+        return None
+    if buffer.tell() > _MEMO_MAX_KEY:
+        return None
+    return buffer.getvalue()
+
+
+class _NotPlain(Exception):
+    pass
+
+
+class _PlainPickler(pickle.Pickler):
+    """A pickler for exact built-in data only: the C pickler handles those itself, anything else lands here."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        raise _NotPlain
+
+
+_MEMO_MAX_KWARGS = 64
+_MEMO_MAX_KEY = 1 << 20  # a bigger input is rendered every time (a miss would cost more memory than it saves)
+_MEMO_MAX_TEXT = 1 << 20
+_MEMO_ENTRIES = 256
+_MEMO_BYTES = 16 << 20
+
+
+class _RenderMemo:
+    """Prompts already rendered by one template, keyed by the exact content of their input (FIFO, bounded).
+
+    A render is a function of its input when the template reads no clock and no randomness (checked once per
+    template): the immutable sandbox lets it mutate nothing it is given, and what it sees is rebuilt
+    deterministically from that input. So re-rendering an unchanged conversation (a retry, a second tokenizer
+    pass, a server re-rendering the same history) returns the text already built. Failed renders are not kept.
+    """
+
+    __slots__ = ("_entries", "_bytes", "_lock")
+
+    def __init__(self) -> None:
+        self._entries: dict[bytes, str] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: bytes) -> str | None:
+        return self._entries.get(key)
+
+    def put(self, key: bytes, text: str) -> None:
+        if len(text) > _MEMO_MAX_TEXT:
+            return
+        size = len(key) + (len(text) if text.isascii() else 4 * len(text))
+        with self._lock:
+            if key in self._entries:
+                return
+            while self._entries and (len(self._entries) >= _MEMO_ENTRIES or self._bytes + size > _MEMO_BYTES):
+                old_key = next(iter(self._entries))
+                old_text = self._entries.pop(old_key)
+                self._bytes -= len(old_key) + (len(old_text) if old_text.isascii() else 4 * len(old_text))
+            self._entries[key] = text
+            self._bytes += size
 
 
 def _plain(value: Any, trusted: set[int] | None = None) -> Any:

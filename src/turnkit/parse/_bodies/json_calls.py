@@ -336,19 +336,34 @@ class JsonCallsBody(Body):
 
     # -- member values -------------------------------------------------------------------------------
     def fast(self, text: str) -> list[Delta] | None:
+        """Chunks inside a member's key or value that do not end it (see :meth:`Body.fast`)."""
         scanner = self.scanner
-        if (
-            self.state is _VALUE
-            and scanner is not None
-            and self.started
-            and self.role is _ARGS
-            and not self.string_args
-            and not scanner.escape
-            and not scanner.scalar
-            and _JSON_SPECIAL.search(text) is None
-        ):
-            return self.out.args_delta(text)
-        return None
+        state = self.state
+        if scanner is None or scanner.scalar or self.delegate is not None:
+            return None
+        if state is _KEY:
+            # Inside the key string: without a quote or backslash the chunk is only more key text (as _key).
+            if scanner.escape or '"' in text or "\\" in text or len(self.key_raw) + len(text) > MAX_NAME:
+                return None
+            self.key_raw += text
+            return []
+        role = self.role
+        if state is not _VALUE or role is _ENVELOPE:
+            return None
+        if scanner.escape or _JSON_SPECIAL.search(text) is not None:
+            # Quotes or brackets: the scanner decides. If the value goes on past this chunk, all of it is value
+            # text (what _value does with it); if it ends inside, the scanner is put back and feed() does the work.
+            depth, in_string, escape = scanner.depth, scanner.in_string, scanner.escape
+            if scanner.feed(text) >= 0:
+                scanner.depth, scanner.in_string, scanner.escape = depth, in_string, escape
+                return None
+        if role is _ARGS and self.started and not self.string_args:
+            calls = self.out.calls  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
+            calls[-1].parts.parts.append(text)
+            return [{"tool_calls": [{"index": len(calls) - 1, "function": {"arguments": text}}]}]
+        if role is not _SKIP:
+            self.value_parts.append(text)
+        return []
 
     def _value(self, text: str, pos: int) -> int | _End:
         end = len(text)

@@ -82,6 +82,14 @@ class XmlParamsBody(Body):
         self.key_scan = MarkerScanner(sets[3])
         self.vopen_scan = MarkerScanner(sets[4])
         self.value_scan = MarkerScanner(sets[5])
+        self._scans = {
+            _AWAIT: self.await_scan,
+            _NAME: self.name_scan,
+            _PARAMS: self.params_scan,
+            _KEY: self.key_scan,
+            _VALUE_OPEN: self.vopen_scan,
+            _VALUE: self.value_scan,
+        }
         self.state = _AWAIT if spec.function_open else _NAME
         self.text_buf = ""
         self.function = ""
@@ -196,8 +204,40 @@ class XmlParamsBody(Body):
         return None
 
     def fast(self, text: str) -> list[Delta] | None:
+        state = self.state
+        if state is _CLOSING:  # after a value's close marker, what follows decides: feed() does it
+            return None
+        if state is not _VALUE:
+            scan = self._scans[state]
+            if scan.held:
+                return [] if scan.hold_more(text) else None  # inside a marker's beginning: feed() would wait
+            if state is _PARAMS or (state is _AWAIT and self.out.calls):
+                # Between parameters or functions the text before a marker is skipped: what matters is whether a
+                # marker completes here (then feed() does the work, on the scanner as it was).
+                if scan.markers.quiet(text):
+                    return []
+                if scan.scan(text)[1] is None:
+                    return []
+                scan.held = ""
+            elif (state is _NAME or state is _KEY) and scan.markers.quiet(text):
+                if len(self.text_buf) + len(text) <= MAX_NAME:
+                    self.text_buf += text  # more of the name or key (as feed() collects it)
+                    return []
+            return None
+        scan = self.value_scan
+        if scan.held:
+            return [] if scan.hold_more(text) else None
+        if self.kind != "string" and "<" in text:
+            # A typed value is collected until it ends: text up to a marker's possible beginning is kept.
+            before, marker, _rest = scan.scan(text)
+            if marker is None:
+                if before:
+                    self.value_parts.append(before)
+                return []
+            scan.held = ""
+            return None
         # Every built-in value-ending marker starts with "<": text without one cannot end the value.
-        if self.state is not _VALUE or self.value_scan.held or "<" in text:
+        if "<" in text:
             return None
         if self.kind != "string":
             self.value_parts.append(text)

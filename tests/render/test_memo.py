@@ -1,0 +1,132 @@
+"""The render memo: an unchanged input gives the text already built; any change to the input is a new render."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from turnkit import ChatTemplate, TemplateError
+from turnkit.render._spans import TRACKER, SpanTracker
+
+CHAT: list[dict[str, Any]] = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Hi", "meta": {"n": 1, "x": 1.0, "flag": True}},
+]
+TEMPLATE = (
+    "{% for m in messages %}[{{ m.role }}] {{ m.content }} {{ m.meta | tojson if m.meta is defined }}\n{% endfor %}"
+    "{% for t in tools or [] %}{{ t | tojson }}{% endfor %}{{ extra }}"
+)
+
+
+def _memo(template: ChatTemplate) -> Any:
+    return template._memos["default"]
+
+
+def test_an_unchanged_input_is_rendered_once() -> None:
+    template = ChatTemplate(TEMPLATE)
+    first = template.render(CHAT)
+    assert len(_memo(template)._entries) == 1
+    assert template.render(copy.deepcopy(CHAT)) is first  # same content, other objects: the same text
+    assert len(_memo(template)._entries) == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda chat: chat[1].update(content="Hello"),
+        lambda chat: chat[1]["meta"].update(n=True),  # 1 == True, but tojson prints them differently
+        lambda chat: chat[1]["meta"].update(x=1),  # 1.0 == 1
+        lambda chat: chat[1]["meta"].update(n=1.0),
+        lambda chat: chat[1].update(meta=dict(reversed(list(chat[1]["meta"].items())))),  # key order
+        lambda chat: chat.append({"role": "user", "content": "more"}),
+    ],
+)
+def test_any_change_to_the_input_is_seen(change: Any) -> None:
+    template = ChatTemplate(TEMPLATE)
+    chat = copy.deepcopy(CHAT)
+    template.render(chat)
+    change(chat)  # mutated in place: the memo keys on content, never on identity
+    assert template.render(chat) == ChatTemplate(TEMPLATE).render(chat)
+    assert len(_memo(template)._entries) == 2
+
+
+def test_every_argument_is_part_of_the_key() -> None:
+    template = ChatTemplate(TEMPLATE, special_tokens={"extra": "E"})
+    tool = {"type": "function", "function": {"name": "f"}}
+    for kwargs in ({}, {"tools": [tool]}, {"extra": "X"}, {"add_generation_prompt": True}, {"extra": "E"}):
+        fresh = ChatTemplate(TEMPLATE, special_tokens={"extra": "E"})  # an empty memo: a real render
+        assert template.render(CHAT, **kwargs) == fresh.render(CHAT, **kwargs)
+
+
+def test_function_tools_follow_their_function() -> None:
+    def f(city: str) -> str:
+        """Weather.
+
+        Args:
+            city: The city.
+        """
+        return city
+
+    template = ChatTemplate(TEMPLATE)
+    first = template.render(CHAT, tools=[f])
+    f.__doc__ = "Wind.\n\nArgs:\n    city: The city.\n"
+    second = template.render(CHAT, tools=[f])
+    assert "Wind." in second and first != second
+
+
+@pytest.mark.parametrize("source", ["{{ strftime_now('%S.%f') }}", "{{ [1, 2, 3] | random }}", "{{ lipsum(1) }}"])
+def test_templates_reading_the_clock_or_randomness_are_never_memoised(source: str) -> None:
+    template = ChatTemplate(source)
+    template.render(CHAT)
+    assert template._memos["default"] is None
+
+
+def test_inputs_that_are_not_plain_data_are_not_memoised() -> None:
+    class Role(str):
+        pass
+
+    template = ChatTemplate(TEMPLATE)
+    chat = [{"role": Role("user"), "content": "Hi"}]
+    assert template.render(chat) == "[user] Hi \n"
+    assert len(_memo(template)._entries) == 0
+
+
+def test_failures_are_not_memoised() -> None:
+    template = ChatTemplate("{{ raise_exception('no') if messages | length > 1 else 'ok' }}")
+    for _ in range(2):
+        with pytest.raises(TemplateError, match="no"):
+            template.render(CHAT)
+    assert len(template._memos["default"]._entries) == 0
+
+
+def test_generation_span_tracking_bypasses_the_memo() -> None:
+    template = ChatTemplate("{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}{% endfor %}")
+    template.render(CHAT)
+    tracker = SpanTracker()
+    token = TRACKER.set(tracker)
+    try:
+        template.render(CHAT)
+    finally:
+        TRACKER.reset(token)
+    assert tracker.renders == [[(0, 9), (9, 11)]]
+
+
+def test_the_same_conversation_decoded_again_is_a_hit() -> None:
+    import json
+
+    template = ChatTemplate(TEMPLATE)
+    text = json.dumps(CHAT)
+    first = template.render(json.loads(text))
+    assert template.render(json.loads(text)) is first  # a server decoding the same history per request
+
+
+def test_shared_parts_are_keyed_by_reference_not_expanded() -> None:
+    from turnkit.render._template import _memo_key
+
+    part: Any = "x"
+    for _ in range(40):  # 2**40 leaves if expanded
+        part = [part, part]
+    key = _memo_key("default", [{"role": "user", "tree": part}], None, None, False, False, {})
+    assert key is not None and len(key) < 2_000
