@@ -12,7 +12,7 @@ import warnings
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from turnkit.parse._schema.cost import steps_on
@@ -104,9 +104,51 @@ def _re_compile(pattern: str) -> re.Pattern[str] | None:
         return None
 
 
+def _conditional_inside_its_group(pattern: str) -> bool:
+    """Whether a ``(?(N)...)`` sits inside capturing group N itself (a listed deviation: see below)."""
+    stack: list[int | None] = []  # the capture index of each open group (None: not capturing)
+    captures = 0
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":  # skip a set (its "]" may come first, literally)
+            i += 2 if pattern[i + 1 : i + 2] in ("]", "^") else 1
+            while i < len(pattern) and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+        elif char == "(":
+            rest = pattern[i + 1 :]
+            if rest.startswith("?("):
+                number = rest[2 : rest.find(")")]
+                if number.isdigit() and int(number) in stack:
+                    return True
+                stack.append(None)
+            elif rest.startswith("?P<") or not rest.startswith("?"):
+                captures += 1
+                stack.append(captures)
+            else:
+                stack.append(None)
+        elif char == ")" and stack:
+            stack.pop()
+        i += 1
+    return False
+
+
+def test_conditional_inside_its_own_group_is_the_known_deviation() -> None:
+    """``re`` and the ``regex`` engine under the timed path disagree on a conditional that tests the group it
+    sits in (``((?(1)\\w))*`` on ``"a"``: re (0, 0), regex (0, 1)); listed in docs/parse-response.md."""
+    assert _conditional_inside_its_group(r"((?(1)\w))*")
+    assert not _conditional_inside_its_group(r"(a)(?(1)\w)") and not _conditional_inside_its_group(r"[(]((?(2)x))")
+    expected = [m.span() for m in re.finditer(r"((?(1)\w))*", "a")]
+    assert [m.span() for m in TimedPattern(r"((?(1)\w))*").finditer("a", 5.0)] != expected
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pattern=_patterns, text=_texts)
 def test_finditer_and_sub_match_re(pattern: str, text: str) -> None:
+    assume(not _conditional_inside_its_group(pattern))
     expected = _re_compile(pattern)
     if expected is None:
         with pytest.raises(re.error):
