@@ -17,7 +17,8 @@ from starlette.routing import Route
 
 class FakeCompletions:
     """``mode``: "ok" streams ``output`` in ``chunk``-sized pieces; "die" stops after two pieces without [DONE]
-    (dropping the connection); "slow" sends a piece every ``interval`` seconds, forever."""
+    (dropping the connection); "slow" sends a piece every ``interval`` seconds, forever; "late" waits
+    ``interval`` seconds before its first piece, then goes on as "slow"."""
 
     def __init__(
         self, output: str = "Hello <think>x</think> world", *, chunk: int = 3, mode: str = "ok", interval: float = 0.05
@@ -53,7 +54,9 @@ class FakeCompletions:
 
     async def _events(self) -> AsyncIterator[bytes]:
         try:
-            if self.mode == "slow":
+            if self.mode == "late":
+                await asyncio.sleep(self.interval)
+            if self.mode in ("slow", "late"):
                 while True:
                     yield self._event("tick ")
                     await asyncio.sleep(self.interval)

@@ -128,3 +128,15 @@ def test_client_disconnect_cancels_backend_within_one_second(live):
         assert len(data) == 4
         assert fake.closed.wait(3)
         assert fake.closed_at is not None and fake.closed_at - left < 1.0
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_client_gone_before_the_first_chunk_cancels_backend_within_one_second(live, stream: bool):
+    fake = FakeCompletions(mode="late", interval=30)
+    with live(fake.app) as backend, live(create_app(_gateway(backend.url))) as server:
+        with pytest.raises(httpx.ReadTimeout):
+            body = {"messages": MESSAGES, "stream": stream}
+            httpx.post(server.url + "/v1/chat/completions", json=body, timeout=httpx.Timeout(10, read=0.3))
+        left = time.monotonic()
+        assert fake.closed.wait(3)
+        assert fake.closed_at is not None and fake.closed_at - left < 1.0

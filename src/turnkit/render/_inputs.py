@@ -43,6 +43,7 @@ def _trust(container: Any, trusted: set[int]) -> None:
             code="template_input",
         )
 
+
 # Names a message's reasoning is passed under; the first is the one most templates read.
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 _REASONING_KEYS = frozenset(REASONING_FIELDS)

@@ -23,7 +23,7 @@ from starlette.routing import Route
 from turnkit.serve._chat import ChatRequest
 from turnkit.serve._errors import BadRequestError, ServeError
 from turnkit.serve._gateway import Gateway, ReasoningField, Run
-from turnkit.serve._http import read_json_body
+from turnkit.serve._http import read_json_body, unless_disconnected
 from turnkit.serve._sse import sse_event, sse_response
 from turnkit.serve.backends._base import SamplingParams, Usage
 
@@ -369,14 +369,14 @@ def routes(gateway: Gateway) -> list[Route]:
         run = gateway.run(chat)
         wire = _Wire(gateway)
         try:
-            await run.start()
+            await unless_disconnected(request, run.start())
         except BaseException:
             await run.aclose()
             raise
         if stream:
             return sse_response(_stream(run, wire, include_usage))
         try:
-            message = await run.complete()
+            message = await unless_disconnected(request, run.complete())
         finally:
             await run.aclose()
         choice: dict[str, Any] = {
