@@ -130,13 +130,25 @@ def test_client_disconnect_cancels_backend_within_one_second(live):
         assert fake.closed_at is not None and fake.closed_at - left < 1.0
 
 
-@pytest.mark.parametrize("stream", [True, False])
-def test_client_gone_before_the_first_chunk_cancels_backend_within_one_second(live, stream: bool):
+_AGUI_BODY = {"threadId": "t", "runId": "r", "messages": [{"id": "m", "role": "user", "content": "Hi"}], "tools": []}
+_AI_SDK_BODY = {"id": "c", "messages": [{"id": "m", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}]}
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/chat/completions", {"messages": MESSAGES, "stream": True}),
+        ("/v1/chat/completions", {"messages": MESSAGES, "stream": False}),
+        ("/agui", _AGUI_BODY),
+        ("/api/chat", _AI_SDK_BODY),
+    ],
+    ids=["openai-stream", "openai", "agui", "ai-sdk"],
+)
+def test_client_gone_before_the_first_chunk_cancels_backend_within_one_second(live, path: str, body: dict):
     fake = FakeCompletions(mode="late", interval=30)
     with live(fake.app) as backend, live(create_app(_gateway(backend.url))) as server:
         with pytest.raises(httpx.ReadTimeout):
-            body = {"messages": MESSAGES, "stream": stream}
-            httpx.post(server.url + "/v1/chat/completions", json=body, timeout=httpx.Timeout(10, read=0.3))
+            httpx.post(server.url + path, json=body, timeout=httpx.Timeout(10, read=0.3))
         left = time.monotonic()
         assert fake.closed.wait(3)
         assert fake.closed_at is not None and fake.closed_at - left < 1.0

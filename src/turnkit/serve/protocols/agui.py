@@ -36,7 +36,7 @@ from turnkit.agent import AgentEvent, StepDelta, StepFinished, StepStarted, Tool
 from turnkit.serve._chat import ChatRequest
 from turnkit.serve._errors import BadRequestError, ServeError
 from turnkit.serve._gateway import Gateway
-from turnkit.serve._http import read_json_body
+from turnkit.serve._http import read_json_body, unless_disconnected
 from turnkit.serve._loop import start_loop
 from turnkit.serve._segments import Segment, Segmenter, new_id
 from turnkit.serve._sse import sse_event, sse_response
@@ -328,7 +328,7 @@ def routes(gateway: Gateway) -> list[Route]:
             chat = dataclasses.replace(chat, response_format=fmt)
             run = await start_structured_run(gateway, chat, source, registry=registry, markers=markers)
             return sse_response(_frames(state_events(run, thread_id, run_id)))
-        events = await start_loop(gateway, chat)
+        events = await unless_disconnected(request, start_loop(gateway, chat))
         return sse_response(_frames(stream_events(events, thread_id, run_id, steps=bool(gateway.tool_functions))))
 
     return [Route("/agui", agui, methods=["POST"])]

@@ -28,7 +28,7 @@ from turnkit.agent import AgentEvent, AgentFinished, StepDelta, StepFinished, St
 from turnkit.serve._chat import ChatRequest
 from turnkit.serve._errors import BadRequestError, ServeError
 from turnkit.serve._gateway import Gateway
-from turnkit.serve._http import read_json_body
+from turnkit.serve._http import read_json_body, unless_disconnected
 from turnkit.serve._loop import start_loop
 from turnkit.serve._segments import Segment, Segmenter, new_id
 from turnkit.serve._sse import sse_event, sse_response
@@ -242,7 +242,8 @@ def routes(gateway: Gateway) -> list[Route]:
     """``POST /api/chat``."""
 
     async def chat(request: Request) -> Response:
-        events = await start_loop(gateway, parse_chat_body(await read_json_body(request)))
+        chat_request = parse_chat_body(await read_json_body(request))
+        events = await unless_disconnected(request, start_loop(gateway, chat_request))
         return sse_response(_frames(stream_parts(events)), headers=UI_MESSAGE_STREAM_HEADERS)
 
     return [Route("/api/chat", chat, methods=["POST"])]
