@@ -91,6 +91,11 @@ def run_render(args: argparse.Namespace) -> int:
         documents_column=args.documents_column or None,
         add_generation_prompt=generation,
     )
+    return _run(worker, args)
+
+
+def _run(worker: batch.Renderer | batch.Parser, args: argparse.Namespace) -> int:
+    """Run ``worker`` over the input with the options both subcommands share, and print the summary."""
     return _report(
         batch.run(
             worker,
@@ -107,15 +112,4 @@ def run_render(args: argparse.Namespace) -> int:
 
 def run_parse(args: argparse.Namespace) -> int:
     worker = batch.Parser(args.format, text_column=args.text_column)
-    return _report(
-        batch.run(
-            worker,
-            args.input,
-            args.output,
-            workers=args.workers,
-            engine=args.engine,
-            batch_size=args.batch_size,
-            resume=args.resume,
-            progress=not args.no_progress,
-        )
-    )
+    return _run(worker, args)
