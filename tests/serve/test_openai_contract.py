@@ -212,5 +212,15 @@ def test_max_tokens_gives_length(server):
     assert _accumulate(chunks)[1] == "length" == whole.choices[0].finish_reason
 
 
+def test_stop_ends_the_output_before_the_stop_string(server):
+    chunks, whole = _both(server, "LONG", stop=["on and", "d on"])
+    message, finish, _ = _accumulate(chunks)
+    assert finish == "stop" == whole.choices[0].finish_reason
+    assert message["content"] == "an" == whole.choices[0].message.content
+    # max_tokens ends it first when the stop string lies beyond the budget (2 chars a token: "<think>a lo")
+    chunks, whole = _both(server, "LONG", stop=["ends"], max_tokens=3)
+    assert _accumulate(chunks)[1] == "length" == whole.choices[0].finish_reason
+
+
 def test_models_lists_the_served_name(server):
     assert [m.id for m in _client(server).models.list()] == ["replay"]

@@ -36,7 +36,9 @@ class ReplayBackend:
     """Streams the first record whose ``match`` occurs in the rendered prompt (or that has no ``match``).
 
     Usage is counted one completion token per chunk and one prompt token per whitespace-separated word.
-    ``delay`` (seconds) is slept between chunks.
+    ``delay`` (seconds) is slept between chunks. Like a real backend, the output ends before the first ``stop``
+    string (not included, ``finish_reason`` "stop") unless ``max_tokens`` (one token per chunk) ends it
+    first ("length").
     """
 
     def __init__(self, records: Sequence[ReplayRecord], *, delay: float = 0.0) -> None:
@@ -74,8 +76,12 @@ class ReplayBackend:
         record = self.choose(prompt)
         text, size = record.output, record.chunk
         finish = record.finish_reason
-        if params.max_tokens is not None and params.max_tokens * size < len(text):
-            text, finish = text[: params.max_tokens * size], "length"
+        limit = None if params.max_tokens is None else params.max_tokens * size
+        stops = [at for at in (text.find(stop) for stop in params.stop or () if stop) if at >= 0]
+        if stops and (limit is None or min(stops) < limit):
+            text, finish = text[: min(stops)], "stop"
+        elif limit is not None and limit < len(text):
+            text, finish = text[:limit], "length"
         pieces = [text[i : i + size] for i in range(0, len(text), size)] or [""]
         usage = Usage(prompt_tokens=len(prompt.split()), completion_tokens=len(pieces))
         last = len(pieces) - 1
