@@ -194,6 +194,17 @@ def test_invalid_arguments_are_flagged(server):
     assert problems[0]["code"] == "invalid_tool_arguments" and problems[0]["index"] == 0
 
 
+def test_a_call_cut_by_max_tokens_is_flagged(server):
+    # 3 characters a token: the output ends inside the first call's arguments ('{"ci')
+    chunks, whole = _both(server, "PARALLEL", tools=TOOLS, max_tokens=22)
+    streamed = _accumulate(chunks)
+    assert streamed == _non_stream(whole)
+    message, finish, problems = streamed
+    assert finish == "length" and message["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert [(p["code"], p["index"]) for p in problems] == [("invalid_tool_arguments", 0)]
+    assert "ended inside the call" in problems[0]["message"]
+
+
 def test_response_format_checked_at_the_end(server):
     schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
     ok = {"type": "json_schema", "json_schema": {"name": "a", "schema": schema}}

@@ -359,6 +359,10 @@ class Run:
 
     def _call_delta(self, out: list[Delta], call: Mapping[str, Any]) -> None:
         index = call["index"]
+        error = call.get("error")
+        if error is not None:  # the parser's verdict on a call (after its last fragment): not sent to clients
+            self._flag(index, error)
+            return
         function = call.get("function") or {}
         arguments = function.get("arguments") or ""
         if "id" in call:  # the first delta of a call
@@ -408,6 +412,22 @@ class Run:
         self._calls[position_or_none].parts.append(arguments)
         out.append({"tool_calls": [{"index": position_or_none, "function": {"arguments": arguments}}]})
 
+    def _flag(self, index: int, error: Mapping[str, str]) -> None:
+        """Report a kept call whose arguments the parser found invalid (not JSON, not an object, cut off); the
+        parser's ``unknown_tool`` is this policy's own business (``_refusal``), diverted calls are content."""
+        position = self._index.get(index)
+        if position is None or error["code"] not in ("invalid_arguments", "incomplete"):
+            return
+        name = self._calls[position].name
+        self.problems.append(
+            {
+                "code": "invalid_tool_arguments",
+                "index": position,
+                "name": name,
+                "message": f"the arguments of call {position} ({name!r}) are not a JSON object: {error['message']}",
+            }
+        )
+
     # -- the end ------------------------------------------------------------------------------------
     def _finish(self) -> None:
         if self._backend_finish == "length":
@@ -418,29 +438,6 @@ class Run:
             self.finish_reason = "stop"
         if self.usage is None:
             self.usage = Usage(prompt_tokens=0, completion_tokens=self._chunks)
-        for position, call in enumerate(self._calls):
-            raw = "".join(call.parts)
-            try:
-                value = json.loads(raw)
-            except (ValueError, RecursionError) as exc:
-                self.problems.append(
-                    {
-                        "code": "invalid_tool_arguments",
-                        "index": position,
-                        "name": call.name,
-                        "message": f"the arguments of call {position} ({call.name!r}) are not valid JSON: {exc}",
-                    }
-                )
-                continue
-            if not isinstance(value, dict):
-                self.problems.append(
-                    {
-                        "code": "invalid_tool_arguments",
-                        "index": position,
-                        "name": call.name,
-                        "message": f"the arguments of call {position} ({call.name!r}) are not a JSON object",
-                    }
-                )
         choice = self.chat.tool_choice
         if (choice == "required" or self.chat.forced_tool is not None) and not self._calls:
             self.problems.append(
