@@ -3,7 +3,9 @@
 The algorithm is the reference's, step for step (regions, the watch list, partial-match holding, the
 close/reset rules, tool-argument coercion), so a whole output fed at once and finalized gives exactly
 transformers' ``parse_response`` dict. Regexes run with the ``regex`` module (as transformers does) under a
-time budget.
+time budget. Two changes keep a long stream linear without changing a result: the open region's text is kept
+as a list of pieces, and the consumed text is dropped from the buffer when no pattern looks before where its
+search starts (``ResponseTemplate.reads_behind``).
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ class ResponseParser:
         self._implicit_name = spec.implicit
         self._current: str | None = self._implicit_name
         self._captures: dict[str, str] = {}
-        self._body = ""
+        self._body: list[str] = []  # the open region's text, joined when it closes
         self._opened = False
         self._finalized = False
         self.initial_events: list[dict[str, Any]] = []
@@ -128,6 +130,8 @@ class ResponseParser:
         if self._finalized:
             raise UsageError("response template parser already finalized")
         if text:
+            if self._pos and not self._spec.reads_behind:  # no pattern looks before pos: drop what is consumed
+                self._buffer, self._pos = self._buffer[self._pos :], 0
             self._buffer += text
         events: list[dict[str, Any]] = []
         self._process(events, eos=False)
@@ -236,14 +240,14 @@ class ResponseParser:
         if not self._opened:
             events.append({"type": "region_open", "field": self._current})
             self._opened = True
-        self._body += text
+        self._body.append(text)
         dirty = field.content not in STREAMABLE_PARSERS
         events.append({"type": "region_chunk", "field": self._current, "text": text, "dirty": dirty})
 
     def _open_explicit(self, events: list[dict[str, Any]], field: ResponseTemplateField, m: Any) -> None:
         self._current = field.name
         self._captures = {k: v for k, v in m.groupdict().items() if v is not None}
-        self._body = ""
+        self._body = []
         self._opened = True
         events.append({"type": "region_open", "field": field.name})
 
@@ -252,7 +256,7 @@ class ResponseParser:
             self._reset_to_implicit()
             return
         field = self._spec.fields[self._current]
-        value = process_field(self._body, field, self._captures, self._clock)
+        value = process_field("".join(self._body), field, self._captures, self._clock)
         if self._tool_params:
             value = self._coerce_tool_calls(value)
         if field.join is not None:
@@ -292,5 +296,5 @@ class ResponseParser:
     def _reset_to_implicit(self) -> None:
         self._current = self._implicit_name
         self._captures = {}
-        self._body = ""
+        self._body = []
         self._opened = False
