@@ -92,19 +92,41 @@ def _feed_each(stream: turnkit.ResponseTemplateStream, pieces: list[str]) -> lis
     return [stream.feed(piece) for piece in pieces]
 
 
-def test_what_streams_is_decided_from_the_template() -> None:
-    def modes(template: dict[str, Any]) -> dict[str, str]:
-        return dict(field_modes(turnkit.ResponseTemplateFormat(template).template))
+# docs/parse-response.md's table: template -> (parsed chunk by chunk, fields given as text, fields given per region)
+STREAMS = {
+    "shipped:qwen2": (True, set(), {"tool_calls"}),
+    "shipped:qwen3_5": (True, set(), {"tool_calls"}),
+    "shipped:gemma4": (True, set(), {"tool_calls"}),
+    "tests:cohere": (False, set(), set()),
+    "tests:ernie": (True, set(), {"tool_calls"}),
+    "tests:gpt_oss": (True, set(), {"tool_calls"}),
+    "tests:smollm3": (False, set(), set()),
+    "tests:qwen3": (True, set(), {"tool_calls"}),
+    "tests:gemma4": (True, set(), {"tool_calls"}),
+    "streaming:calls_to_the_end": (True, {"content"}, set()),
+    "streaming:joined_reasoning_and_answer": (True, {"reasoning_content", "content"}, {"tool_calls"}),
+    "streaming:plain_unstripped": (True, {"content"}, set()),
+}
 
-    qwen = shipped()["qwen2"]
+
+def modes(template: dict[str, Any]) -> dict[str, str]:
+    return dict(field_modes(turnkit.ResponseTemplateFormat(template).template))
+
+
+def test_the_documented_table() -> None:
+    assert set(STREAMS) == set(_templates())
+    for name, (incremental, text, items) in STREAMS.items():
+        template = _templates()[name]
+        assert turnkit.ResponseTemplateFormat(template).stream().incremental == incremental, name
+        found = modes(template)
+        if incremental:
+            assert {k for k, v in found.items() if v == "text"} == text, name
+            assert {k for k, v in found.items() if v == "items"} == items, name
+
+
+def test_what_streams_is_decided_from_the_template() -> None:
     # content and reasoning can be replaced by a later region: final; tool calls are appended: items.
-    assert modes(qwen) == {"reasoning_content": "final", "tool_calls": "items", "content": "final"}
-    assert modes(STREAMING["calls_to_the_end"]) == {"content": "text", "tool_calls": "final"}
-    assert modes(STREAMING["joined_reasoning_and_answer"]) == {
-        "reasoning_content": "text",
-        "tool_calls": "items",
-        "content": "text",
-    }
+    assert modes(shipped()["qwen2"]) == {"reasoning_content": "final", "tool_calls": "items", "content": "final"}
     # A field in defaults is replaced by its first region: final, whatever else holds.
     with_default = {**STREAMING["calls_to_the_end"], "defaults": {"content": ""}}
     assert modes(with_default)["content"] == "final"
