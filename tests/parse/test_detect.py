@@ -153,6 +153,14 @@ def test_output_markers_outrank_prompt_side_markers() -> None:
     assert turnkit.detect_format(LIST_OF_TOOLS + "<|tool_call_end|>").format == "lfm2_pythonic"
 
 
+def test_prompt_side_markers_name_the_family_of_a_reasoning_block() -> None:
+    reasoning = LIST_OF_TOOLS.replace("{{ m.content }}", "<think>{{ m.reasoning_content }}</think>{{ m.content }}")
+    detection = turnkit.detect_format(reasoning)
+    assert detection.format == "lfm2_pythonic" and detection.markers == ("<think>", "</think>")
+    assert "think" in detection.candidates  # the reasoning-only format fits too, less specifically
+    assert turnkit.detect_format(reasoning.replace("List of tools:", "Tools:")).format != "lfm2_pythonic"
+
+
 def test_prompt_side_markers_are_declared_apart_and_ignored_by_the_parser() -> None:
     spec = load_format("lfm2_pythonic").spec
     assert "List of tools:" in spec.prompt_markers

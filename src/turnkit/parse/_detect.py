@@ -26,10 +26,11 @@ A format is a candidate when the template satisfies every group of at least one 
 
 Prompt-side markers (:attr:`~turnkit.parse.FormatSpec.prompt_markers`: what a family's templates write around
 the tool list and tool results, which the model never emits) are evidence too, ranked below every output
-marker: they add weight to a candidate (after the group count), and when a template writes no format's
-tool-call or reasoning markers at all (LFM2 templates that pass earlier tool calls through as plain content),
-the formats whose prompt markers it spells are the candidates, ranked the same way (a bare JSON call's opening
-comes only after them).
+marker. Beside a candidate's output markers they add weight (after the group count); with them, a format whose
+reasoning block the template writes is a candidate without a tool call, as a reasoning-only format is. When a
+template writes no format's tool-call or reasoning markers at all (LFM2 templates that pass earlier tool calls
+through as plain content), the formats whose prompt markers it spells are the candidates, ranked the same way
+(a bare JSON call's opening comes only after them).
 
 A template that spells no built-in format's markers gets ``generic`` (llama.cpp's fallback for templates
 without a native tool syntax: the model is prompted to answer with one JSON object), flagged as a fallback.
@@ -346,12 +347,15 @@ def _score(template: str, spec: FormatSpec, order: int, json_openings: bool) -> 
     complete_reasoning = [
         (len(sig), w) for sig in reasoning if sig and (w := _signature_weight(template, sig)) is not None
     ]
+    prompt = _prompt_evidence(template, spec)
     alternative = 0
     if complete_tools:
         groups_n, weight_n, alternative = max(complete_tools)
         alternative = -alternative
         found = [(groups_n, weight_n), *complete_reasoning]
-    elif not spec.tools and not spec.sections and spec.harmony is None and complete_reasoning:
+    elif complete_reasoning and (prompt or (not spec.tools and not spec.sections and spec.harmony is None)):
+        # A reasoning block alone names a reasoning-only format, or a format whose family's prompt markers the
+        # template writes too (an LFM2 template that writes back <think> but never a tool call).
         found = complete_reasoning
     else:
         return None
@@ -359,7 +363,6 @@ def _score(template: str, spec: FormatSpec, order: int, json_openings: bool) -> 
     # (shared by whole model families) only add weight.
     extra = [w for marker in spec.discard if (w := _group_weight(template, _group(marker))) is not None]
     ends = [w for marker in spec.ends if (w := _group_weight(template, _group(marker))) is not None]
-    prompt = _prompt_evidence(template, spec)
     groups = sum(n for n, _ in found) + len(extra)
     weight = sum(w for _, w in found) + sum(extra) + sum(ends) + sum(prompt.values())
     return _Score(spec, groups, weight, _spelled(template, spec), order, alternative, tuple(prompt))

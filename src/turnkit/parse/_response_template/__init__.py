@@ -122,7 +122,8 @@ class ResponseTemplateStream:
 
     @property
     def message(self) -> dict[str, Any]:
-        """The message so far (the parser's output dict; final after :meth:`close`)."""
+        """The message so far (the parser's output dict; final after :meth:`close`). A stream that is not
+        :attr:`incremental` parses at close, so until then this holds only the defaults and the prefix's part."""
         return self._message if self._message is not None else dict(self._parser.output)
 
 
