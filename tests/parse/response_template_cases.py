@@ -186,6 +186,27 @@ HANDWRITTEN = [
     '\x01\x02 sentinel <|tool_call>call:f{a:<|"|>\x01<|"|>}<tool_call|>',
 ]
 
+# Tools whose parameter schemas type tool-call arguments (transformers coerces strings by them).
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "days": {"type": "integer"},
+                    "x": {"type": ["number", "null"]},
+                    "a": {"type": "integer"},
+                },
+            },
+        },
+    }
+    for name in ("f", "get_weather", "t", "get")
+]
+
+
 PREFIXES = [
     "",
     "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n",

@@ -15,29 +15,11 @@ import pytest
 import turnkit
 from tests.corpora import read_jsonl
 from tests.parse.deltas import join_response_deltas
-from tests.parse.response_template_cases import FAMILIES, HANDWRITTEN, PREFIXES, REEXPRESSED, STREAMING, shipped
+from tests.parse.response_template_cases import FAMILIES, HANDWRITTEN, PREFIXES, REEXPRESSED, STREAMING, TOOLS, shipped
 
 pytestmark = pytest.mark.reference
 
 _OUTPUT_FILES = ("transformers.jsonl", "llama.cpp.jsonl", "vllm.jsonl", "harmony.jsonl")
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string"},
-                    "days": {"type": "integer"},
-                    "x": {"type": ["number", "null"]},
-                    "a": {"type": "integer"},
-                },
-            },
-        },
-    }
-    for name in ("f", "get_weather", "t", "get")
-]
 
 
 def _reference() -> Any:

@@ -2,7 +2,8 @@
 
 Every test template (transformers' three, the six its tests re-express, the three written for streaming) over
 every corpus output and the hand-written ones, with and without a prompt prefix: fed character by character
-and in random pieces (hypothesis), the deltas add up to exactly what ``parse()`` returns, or both fail.
+and in random pieces with or without tools (hypothesis), the deltas add up to exactly what ``parse()``
+returns, or both fail.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 import turnkit
 from tests.corpora import read_jsonl
 from tests.parse.deltas import join_response_deltas
-from tests.parse.response_template_cases import HANDWRITTEN, PREFIXES, REEXPRESSED, STREAMING, shipped
+from tests.parse.response_template_cases import HANDWRITTEN, PREFIXES, REEXPRESSED, STREAMING, TOOLS, shipped
 from turnkit.limits import Limits
 from turnkit.parse._response_template._deltas import field_modes
 
@@ -43,15 +44,15 @@ def _outputs() -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def _parse(fmt: turnkit.ResponseTemplateFormat, text: str, prefix: str) -> Any:
+def _parse(fmt: turnkit.ResponseTemplateFormat, text: str, prefix: str, tools: Any = None) -> Any:
     try:
-        return fmt.parse(text, prefix=prefix)
+        return fmt.parse(text, prefix=prefix, tools=tools)
     except turnkit.TurnkitError:
         return "fail"
 
 
-def _streamed(fmt: turnkit.ResponseTemplateFormat, pieces: list[str], prefix: str) -> Any:
-    stream = fmt.stream(prefix=prefix)
+def _streamed(fmt: turnkit.ResponseTemplateFormat, pieces: list[str], prefix: str, tools: Any = None) -> Any:
+    stream = fmt.stream(prefix=prefix, tools=tools)
     try:
         deltas = [d for piece in pieces for d in stream.feed(piece)]
         deltas += stream.close()
@@ -81,11 +82,12 @@ def test_any_chunking_joins_to_the_parse(data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(sorted(_templates())), label="template")
     text = data.draw(st.sampled_from(_outputs()), label="output")
     prefix = data.draw(st.sampled_from(PREFIXES), label="prefix")
+    tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
     cuts = data.draw(st.lists(st.integers(min_value=0, max_value=len(text)), max_size=20), label="cuts")
     points = sorted({0, len(text), *cuts})
     pieces = [text[a:b] for a, b in zip(points, points[1:], strict=False)]
     fmt = turnkit.ResponseTemplateFormat(_templates()[name])
-    assert _streamed(fmt, pieces, prefix) == _parse(fmt, text, prefix)
+    assert _streamed(fmt, pieces, prefix, tools) == _parse(fmt, text, prefix, tools)
 
 
 def _feed_each(stream: turnkit.ResponseTemplateStream, pieces: list[str]) -> list[list[dict[str, Any]]]:
