@@ -123,8 +123,9 @@ def test_streaming_test_templates_agree_too() -> None:
 def test_streaming_events_match_reference_chunk_by_chunk() -> None:
     """transformers' ``ResponseParser`` fed the same pieces emits the same events as ours.
 
-    A template whose marker patterns read ahead (``$``) is parsed whole at close (its result would depend on
-    the chunking in transformers' own ``ResponseParser``): its events are those of the whole output fed at once.
+    A template whose markers could match differently once more text follows (``$``) is parsed whole at close
+    (its result would depend on the chunking in transformers' own ``ResponseParser``): its events are those of
+    the whole output fed at once.
     """
     from transformers.utils.chat_parsing import ResponseParser
 
@@ -151,3 +152,26 @@ def test_streaming_events_match_reference_chunk_by_chunk() -> None:
                 except turnkit.TurnkitError:
                     ours_out = "fail"
                 assert repr(ours_out) == repr(theirs_out) or ours_out == theirs_out == "fail", (name, text, size)
+
+
+# Marker shapes where transformers' own ResponseParser ends chunk-dependently (fed one character at a time it
+# disagrees with its parse_response): turnkit parses these templates whole at close (``incremental`` False).
+CHUNK_DEPENDENT = [
+    ({"start_anchor": "A", "fields": {"content": {"close": ["<|end|>", "end"]}}}, "Hello<|end|>"),
+    ({"start_anchor": "A", "fields": {"content": {"close_pattern": r"(?:<\|im_end\|>|$)"}}}, "one\ntwo<|im_end|>"),
+]
+
+
+@pytest.mark.parametrize(("template", "text"), CHUNK_DEPENDENT)
+def test_templates_the_reference_parses_chunk_dependently_are_parsed_whole(template: Any, text: str) -> None:
+    from transformers.utils.chat_parsing import ResponseParser
+
+    expected = _reference()(text, template, prefix="")
+    parser = ResponseParser(template, prefix="")
+    for ch in text:
+        parser.feed(ch)
+    assert parser.finalize()[0] != expected  # the reference's stream is chunk-dependent here
+    stream = turnkit.ResponseTemplateFormat(template).stream()
+    assert not stream.incremental
+    deltas = [d for ch in text for d in stream.feed(ch)] + stream.close()
+    assert join_response_deltas(deltas) == stream.message == expected

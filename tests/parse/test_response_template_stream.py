@@ -203,6 +203,26 @@ def test_templates_that_read_ahead_are_parsed_whole_at_close() -> None:
     assert smollm3.parse(text)["content"] == "first line\nsecond line"
 
 
+@pytest.mark.parametrize(
+    ("anchor", "incremental"),
+    [
+        ({"close": ["<|end|>", "</s>"]}, True),
+        ({"close": ["<|end|>", "end"]}, False),  # a literal inside another
+        ({"close": ["<|end|>", "<|end"]}, False),  # ... or at its start, before its last character
+        ({"close_pattern": r"\s*<\|end\|>"}, True),
+        ({"close_pattern": r"(?:<\|end\|>|$)"}, False),
+        ({"close_pattern": r"\n*"}, False),  # matches the empty string at the end
+        ({"close_pattern": r"<\|end\|>(?!x)"}, False),
+        ({"close_pattern": r"end\b"}, False),
+        ({"close_pattern": r"[$^]"}, True),  # $ and ^ inside a class are literal
+        ({"close_pattern": r"\$"}, True),
+    ],
+)
+def test_which_markers_are_parsed_whole(anchor: dict[str, Any], incremental: bool) -> None:
+    template = {"start_anchor": "A", "fields": {"content": anchor}}
+    assert turnkit.ResponseTemplateFormat(template).stream().incremental == incremental
+
+
 def test_values_given_are_copies() -> None:
     stream = turnkit.ResponseTemplateFormat(shipped()["qwen2"]).stream()
     (delta,) = stream.feed('<tool_call>{"name": "f", "arguments": {"a": [1]}}</tool_call>')[1:]

@@ -67,8 +67,9 @@ class ResponseTemplateStream:
     replace, or that is typed or dropped at the end) comes in the last delta from :meth:`close`. The first
     delta holds the ``defaults`` that are not fields. Deltas join as a client adds them up (a key's first
     delta sets it, a later string is appended, a later list extends it), and the join equals
-    :meth:`ResponseTemplateFormat.parse` for any chunking. A template whose marker patterns read ahead (``$``,
-    ``\\b``, lookahead) is parsed whole at close instead. See ``_deltas`` for the rules.
+    :meth:`ResponseTemplateFormat.parse` for any chunking. A template whose markers could match differently
+    once more text follows (``$``, ``\\b``, lookahead, a literal inside another: ``ResponseTemplate.reads_ahead``)
+    is parsed whole at close instead. See ``_deltas`` for the rules.
     """
 
     def __init__(self, template: ResponseTemplate, *, prefix: str, tools: Tools | None, limits: Limits) -> None:
@@ -84,7 +85,8 @@ class ResponseTemplateStream:
 
     @property
     def incremental(self) -> bool:
-        """Whether chunks are parsed as they come (``False``: a marker pattern reads ahead, so parsed at close)."""
+        """Whether chunks are parsed as they come (``False``: a marker could match differently once more text
+        follows, so the output is parsed at close)."""
         return self._whole is None
 
     def feed(self, text: str) -> list[dict[str, Any]]:

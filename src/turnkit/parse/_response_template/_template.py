@@ -52,8 +52,10 @@ class ResponseTemplate:
     implicit: str | None
     start_anchor_literals: list[str] | None
     reads_ahead: bool = False
-    """An open/close pattern may assert something about the text after its match (``$``, ``\\b``, lookahead):
-    a match found in part of the output can change when more text follows."""
+    """A match of an open/close marker found in part of the output may not be the one the whole output gives:
+    the pattern asserts something about the text after its match (``$``, ``\\b``, lookahead), can match the
+    empty string at the end, or one literal lies inside another (``regex`` reports a complete match found
+    later in the text rather than a longer marker the text ends partway through)."""
     reads_behind: bool = False
     """An open/close pattern may look before where its search starts (``^``, ``\\b``, lookbehind): the parser
     must keep the text it has consumed."""
@@ -67,16 +69,23 @@ _SYNTAX = regex.compile(
     """,
     regex.VERBOSE | regex.DOTALL,
 )
-_AHEAD = frozenset({"$", "=", "!"} | set("bBZzmM"))
-_BEHIND = frozenset({"^", "<=", "<!"} | set("bBAGmM"))
+_AHEAD = frozenset({"$", "=", "!", *(f"\\{c}" for c in "bBZzmM")})
+_BEHIND = frozenset({"^", "<=", "<!", *(f"\\{c}" for c in "bBAGmM")})
 
 
-def _context(patterns: list[Any]) -> tuple[bool, bool]:
-    """Whether the patterns read past the end of their match / before the start of their search (conservative)."""
+_ENDINGS = ("\x00", "a", " ", "\n", ">")
+
+
+def _context(anchors: list[tuple[Any, list[str] | None]]) -> tuple[bool, bool]:
+    """``reads_ahead`` and ``reads_behind`` of the open/close markers (a conservative scan of their source)."""
     ahead = behind = False
-    for compiled in patterns:
+    for compiled, literals in anchors:
+        if literals is not None:
+            ahead |= any(a != b and b in a[:-1] for a in literals for b in literals)
+            continue
+        ahead |= any(compiled.search(text, len(text)) for text in _ENDINGS)  # an empty match at the end
         for m in _SYNTAX.finditer(compiled.pattern):
-            token = m.group("esc") or m.group("look") or m.group("anchor")
+            token = f"\\{m.group('esc')}" if m.group("esc") else m.group("look") or m.group("anchor")
             ahead |= token in _AHEAD
             behind |= token in _BEHIND
     return ahead, behind
@@ -251,10 +260,10 @@ def load_response_template(spec: Any) -> ResponseTemplate:
         raise _error("start_anchor", "must define 'start_anchor' or 'start_anchor_pattern'")
     ahead, behind = _context(
         [
-            compiled
+            (compiled, literals)
             for f in fields.values()
             for compiled, literals in ((f.open_re, f.open_literals), (f.close_re, f.close_literals))
-            if compiled is not None and literals is None
+            if compiled is not None
         ]
     )
     return ResponseTemplate(
