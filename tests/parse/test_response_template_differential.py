@@ -155,15 +155,21 @@ def test_streaming_events_match_reference_chunk_by_chunk() -> None:
 
 
 # Marker shapes where transformers' own ResponseParser ends chunk-dependently (fed one character at a time it
-# disagrees with its parse_response): turnkit parses these templates whole at close (``incremental`` False).
+# disagrees with its parse_response). A literal inside another (regex reports the later complete "end" rather
+# than the "<|end" the text ends in): turnkit's parser waits for the longer marker. ``$`` (it also matches before
+# a newline that ends the text): turnkit parses the template whole at close (``incremental`` False).
 CHUNK_DEPENDENT = [
-    ({"start_anchor": "A", "fields": {"content": {"close": ["<|end|>", "end"]}}}, "Hello<|end|>"),
-    ({"start_anchor": "A", "fields": {"content": {"close_pattern": r"(?:<\|im_end\|>|$)"}}}, "one\ntwo<|im_end|>"),
+    ({"start_anchor": "A", "fields": {"content": {"close": ["<|end|>", "end"]}}}, "Hello<|end|>", True),
+    (
+        {"start_anchor": "A", "fields": {"content": {"close_pattern": r"(?:<\|im_end\|>|$)"}}},
+        "one\ntwo<|im_end|>",
+        False,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("template", "text"), CHUNK_DEPENDENT)
-def test_templates_the_reference_parses_chunk_dependently_are_parsed_whole(template: Any, text: str) -> None:
+@pytest.mark.parametrize(("template", "text", "incremental"), CHUNK_DEPENDENT)
+def test_where_the_reference_stream_is_chunk_dependent_ours_is_not(template: Any, text: str, incremental: bool) -> None:
     from transformers.utils.chat_parsing import ResponseParser
 
     expected = _reference()(text, template, prefix="")
@@ -172,6 +178,6 @@ def test_templates_the_reference_parses_chunk_dependently_are_parsed_whole(templ
         parser.feed(ch)
     assert parser.finalize()[0] != expected  # the reference's stream is chunk-dependent here
     stream = turnkit.ResponseTemplateFormat(template).stream()
-    assert not stream.incremental
+    assert stream.incremental == incremental
     deltas = [d for ch in text for d in stream.feed(ch)] + stream.close()
     assert join_response_deltas(deltas) == stream.message == expected

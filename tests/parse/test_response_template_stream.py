@@ -207,11 +207,9 @@ def test_templates_that_read_ahead_are_parsed_whole_at_close() -> None:
     ("anchor", "incremental"),
     [
         ({"close": ["<|end|>", "</s>"]}, True),
-        ({"close": ["<|end|>", "end"]}, False),  # a literal inside another
-        ({"close": ["<|end|>", "<|end"]}, False),  # ... or at its start, before its last character
+        ({"close": ["<|end|>", "end"]}, True),  # a literal inside another: the parser waits for the longer one
         ({"close_pattern": r"\s*<\|end\|>"}, True),
-        ({"close_pattern": r"(?:<\|end\|>|$)"}, False),
-        ({"close_pattern": r"\n*"}, False),  # matches the empty string at the end
+        ({"close_pattern": r"(?:<\|end\|>|$)"}, False),  # $ matches before a newline that ends the text
         ({"close_pattern": r"<\|end\|>(?!x)"}, False),
         ({"close_pattern": r"end\b"}, False),
         ({"close_pattern": r"[$^]"}, True),  # $ and ^ inside a class are literal
@@ -221,6 +219,43 @@ def test_templates_that_read_ahead_are_parsed_whole_at_close() -> None:
 def test_which_markers_are_parsed_whole(anchor: dict[str, Any], incremental: bool) -> None:
     template = {"start_anchor": "A", "fields": {"content": anchor}}
     assert turnkit.ResponseTemplateFormat(template).stream().incremental == incremental
+
+
+# Marker shapes that trip a partial-match parser (a marker inside another, alternatives that nest, empty
+# matches, lazy spans, $), over text made of their pieces.
+SHAPES = {
+    "literal_inside": {"start_anchor": "A", "fields": {"content": {"close": ["<|end|>", "end"]}}},
+    "literals_both_sides": {
+        "start_anchor": "A",
+        "fields": {"r": {"open": ["<think>", "think"], "close": ["</think>", "ink"]}, "content": {}},
+    },
+    "nested_alternatives": {
+        "start_anchor": "A",
+        "fields": {"content": {}, "t": {"open_pattern": r"abcd|c", "close": "</t>", "repeats": True}},
+    },
+    "lazy_span": {
+        "start_anchor": "A",
+        "fields": {"content": {}, "t": {"open_pattern": r"<a>.*?<b>|b", "close": "</a>", "repeats": True}},
+    },
+    "empty_match": {"start_anchor": "A", "fields": {"content": {"close_pattern": r"x*"}}},
+    "dollar": {"start_anchor": "A", "fields": {"content": {"close_pattern": r"(?:<e>|$)"}}},
+}
+PIECES = ["<|end|>", "<|en", "end", "e", "nd", "<think>", "think", "</think>", "ink", "abcd", "ab", "c", "x", "<a>"]
+PIECES += ["<b>", "b", "</a>", "</t>", "<e>", " ", "\n", "hi", "<", "|", ">"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    name=st.sampled_from(sorted(SHAPES)),
+    text=st.lists(st.sampled_from(PIECES), max_size=14).map("".join),
+    cuts=st.lists(st.integers(min_value=0, max_value=80), max_size=8),
+)
+def test_marker_shapes_under_any_chunking(name: str, text: str, cuts: list[int]) -> None:
+    points = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
+    fmt = turnkit.ResponseTemplateFormat(SHAPES[name])
+    want = _parse(fmt, text, "")
+    assert _streamed(fmt, [text[a:b] for a, b in zip(points, points[1:], strict=False)], "") == want
+    assert _streamed(fmt, list(text), "") == want
 
 
 def test_values_given_are_copies() -> None:

@@ -5,7 +5,9 @@ close/reset rules, tool-argument coercion), so a whole output fed at once and fi
 transformers' ``parse_response`` dict. Regexes run with the ``regex`` module (as transformers does) under a
 time budget. Two changes keep a long stream linear without changing a result: the open region's text is kept
 as a list of pieces, and the consumed text is dropped from the buffer when no pattern looks before where its
-search starts (``ResponseTemplate.reads_behind``).
+search starts (``ResponseTemplate.reads_behind``). One makes the result independent of the chunking where
+transformers' is not: a marker the text ends partway through is waited for even when ``regex`` reports a
+complete match further on (:meth:`ResponseParser._hidden_partial`).
 """
 
 from __future__ import annotations
@@ -211,6 +213,11 @@ class ResponseParser:
                 m = self._clock.run(what, pattern.search, self._buffer, self._pos, partial=True)
             if m is None:
                 continue
+            if not eos and not m.partial and m.start() > self._pos:
+                hidden = self._hidden_partial(pattern, what, m.start())
+                if hidden is not None:
+                    hold_start = min(hold_start, hidden)
+                    continue
             if not eos and (m.partial or self._can_grow(kind, field, m)):
                 hold_start = min(hold_start, m.start())
                 continue
@@ -220,6 +227,25 @@ class ResponseParser:
         if best is not None and best[2].start() >= hold_start:
             best = None
         return best, hold_start
+
+    def _hidden_partial(self, pattern: Any, what: str, end: int) -> int | None:
+        """Where a match the text ends partway through starts, before ``end`` (a complete match's start).
+
+        ``regex`` reports a complete match found later in the text rather than such a partial one
+        (``abcd|c`` on ``xabc`` gives ``c``), so the partial one is looked for in the text before the complete
+        match, and confirmed on the whole text (turnkit's addition: transformers takes the later match, and its
+        result then depends on where the chunks end).
+        """
+        start = self._pos
+        while start < end:
+            m = self._clock.run(what, pattern.search, self._buffer, start, end, partial=True)
+            if m is None or not m.partial:
+                return None
+            whole = self._clock.run(what, pattern.match, self._buffer, m.start(), partial=True)
+            if whole is not None and whole.partial:
+                return int(m.start())
+            start = m.start() + 1
+        return None
 
     def _can_grow(self, kind: str, field: ResponseTemplateField, m: Any) -> bool:
         if m.end() != len(self._buffer):

@@ -52,10 +52,8 @@ class ResponseTemplate:
     implicit: str | None
     start_anchor_literals: list[str] | None
     reads_ahead: bool = False
-    """A match of an open/close marker found in part of the output may not be the one the whole output gives:
-    the pattern asserts something about the text after its match (``$``, ``\\b``, lookahead), can match the
-    empty string at the end, or one literal lies inside another (``regex`` reports a complete match found
-    later in the text rather than a longer marker the text ends partway through)."""
+    """An open/close pattern may assert something about the text after its match (``$``, ``\\b``, lookahead): a
+    match found in part of the output can change when more text follows."""
     reads_behind: bool = False
     """An open/close pattern may look before where its search starts (``^``, ``\\b``, lookbehind): the parser
     must keep the text it has consumed."""
@@ -73,17 +71,10 @@ _AHEAD = frozenset({"$", "=", "!", *(f"\\{c}" for c in "bBZzmM")})
 _BEHIND = frozenset({"^", "<=", "<!", *(f"\\{c}" for c in "bBAGmM")})
 
 
-_ENDINGS = ("\x00", "a", " ", "\n", ">")
-
-
-def _context(anchors: list[tuple[Any, list[str] | None]]) -> tuple[bool, bool]:
-    """``reads_ahead`` and ``reads_behind`` of the open/close markers (a conservative scan of their source)."""
+def _context(patterns: list[Any]) -> tuple[bool, bool]:
+    """``reads_ahead`` and ``reads_behind`` of the open/close patterns (a conservative scan of their source)."""
     ahead = behind = False
-    for compiled, literals in anchors:
-        if literals is not None:
-            ahead |= any(a != b and b in a[:-1] for a in literals for b in literals)
-            continue
-        ahead |= any(compiled.search(text, len(text)) for text in _ENDINGS)  # an empty match at the end
+    for compiled in patterns:
         for m in _SYNTAX.finditer(compiled.pattern):
             token = f"\\{m.group('esc')}" if m.group("esc") else m.group("look") or m.group("anchor")
             ahead |= token in _AHEAD
@@ -260,10 +251,10 @@ def load_response_template(spec: Any) -> ResponseTemplate:
         raise _error("start_anchor", "must define 'start_anchor' or 'start_anchor_pattern'")
     ahead, behind = _context(
         [
-            (compiled, literals)
+            compiled
             for f in fields.values()
             for compiled, literals in ((f.open_re, f.open_literals), (f.close_re, f.close_literals))
-            if compiled is not None
+            if compiled is not None and literals is None
         ]
     )
     return ResponseTemplate(
