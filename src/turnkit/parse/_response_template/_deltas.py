@@ -17,8 +17,8 @@ given early only where the template's structure proves its value can only grow (
 Deltas join as a client would add them up: a key's first delta sets it, a later string is appended to it and
 a later list extends it (a ``final`` key comes once). The first delta holds ``defaults`` that are not fields.
 
-A template whose markers could match differently once more text follows (``$``, ``\\b``, lookahead, an empty
-match at the end, a literal inside another: ``ResponseTemplate.reads_ahead``) is not fed chunk by chunk: there,
+A template whose marker patterns could match differently once more text follows (``$``, ``\\b``, lookahead:
+``ResponseTemplate.reads_ahead``) is not fed chunk by chunk: there,
 transformers' own ``ResponseParser`` ends with a dict that depends on the chunking (SmolLM3's
 ``(?:<|im_end|>|$)`` closes ``content`` before a newline that is the last character fed), so the stream keeps
 the text and parses it whole at close.
