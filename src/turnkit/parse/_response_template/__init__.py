@@ -61,13 +61,13 @@ class ResponseTemplateStream:
     """A push parser over a response template: ``feed(text) -> deltas``, ``close() -> deltas``, ``message``.
 
     The template's regions are matched incrementally as transformers' ``ResponseParser`` does, but never
-    depending on where the chunks end (its events are kept in :attr:`events` for live rendering). A delta is given as soon as the template's
-    structure proves it final: a repeating field's value (a tool call) when its region closes, the text of a
-    field that is only ever appended to as it arrives; every other value (one that a later region could
-    replace, or that is typed or dropped at the end) comes in the last delta from :meth:`close`. The first
-    delta holds the ``defaults`` that are not fields. Deltas join as a client adds them up (a key's first
-    delta sets it, a later string is appended, a later list extends it), and the join equals
-    :meth:`ResponseTemplateFormat.parse` for any chunking. A template whose marker patterns could match
+    depending on where the chunks end (its events are kept in :attr:`events` for live rendering). A delta is
+    given as soon as the template's structure proves it final: a repeating field's value (a tool call) when its
+    region closes, the text of a field that is only ever appended to as it arrives; every other value (one
+    that a later region could replace, or that is typed or dropped at the end) comes in the last delta from
+    :meth:`close`. The first delta holds the ``defaults`` that are not fields. Deltas join as a client adds
+    them up (a key's first delta sets it, a later string is appended, a later list extends it), and the join
+    equals :meth:`ResponseTemplateFormat.parse` for any chunking. A template whose marker patterns could match
     differently once more text follows (``$``, ``\\b``, lookahead: ``ResponseTemplate.reads_ahead``) is parsed
     whole at close instead. See ``_deltas`` for the rules.
     """
