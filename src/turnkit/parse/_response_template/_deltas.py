@@ -70,7 +70,7 @@ class DeltaWriter:
         self._opening = {k: copy.deepcopy(v) for k, v in template.defaults.items() if k not in template.fields}
         self._joined: set[str] = set()  # join fields with a closed region: the next one starts with the join
         self._lead = True  # the open text region has shown no text yet (its leading whitespace is dropped)
-        self._held = ""  # its trailing whitespace, given when more text follows
+        self._held: list[str] = []  # its trailing whitespace, given when more text follows
         self._started = False
 
     def feed(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -80,7 +80,7 @@ class DeltaWriter:
         if not self._started:
             self._started = True
             if self._opening:
-                out.append(self._opening)
+                out.append(copy.deepcopy(self._opening))
         for event in events:
             name = event["field"]
             mode = self._modes[name]
@@ -91,7 +91,7 @@ class DeltaWriter:
                 if kind == "region_close":
                     _add(out, name, [copy.deepcopy(event["value"])])
             elif kind == "region_open":
-                self._lead, self._held = True, ""
+                self._lead, self._held = True, []
                 join = self._fields[name].join
                 if join and name in self._joined:
                     _add(out, name, join)
@@ -112,10 +112,10 @@ class DeltaWriter:
             self._lead = False
         core = text.rstrip()
         if core:
-            _add(out, name, self._held + core)
-            self._held = text[len(core) :]
+            _add(out, name, "".join(self._held) + core)
+            self._held = [text[len(core) :]]
         else:
-            self._held += text
+            self._held.append(text)
 
     def close(self, events: list[dict[str, Any]], message: dict[str, Any]) -> list[dict[str, Any]]:
         """The last deltas: the close's events, then every ``final`` value of ``message`` in one delta."""
