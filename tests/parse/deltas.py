@@ -2,6 +2,7 @@
 
 Tests use it to check that the stream's deltas sum to ``parse()``'s message and that every delta has
 the ``chat.completion.chunk`` shape: id/type/name only on a call's first fragment, contiguous indices.
+:func:`join_response_deltas` does the same for response-template streams (keys are the template's fields).
 """
 
 from __future__ import annotations
@@ -71,3 +72,23 @@ def accumulate(deltas: list[dict[str, Any]]) -> dict[str, Any]:
 
 def without_flags(message: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in message.items() if k != "incomplete"}
+
+
+def join_response_deltas(deltas: list[dict[str, Any]]) -> dict[str, Any]:
+    """A response-template stream's deltas added up: a key's first delta sets it, a later string is appended to
+    it, a later list extends it; anything else may come once only."""
+    out: dict[str, Any] = {}
+    for delta in deltas:
+        assert delta and isinstance(delta, dict), "empty delta"
+        for key, value in delta.items():
+            if key not in out:
+                out[key] = value
+            elif isinstance(value, str) and isinstance(out[key], str):
+                assert value, f"empty text delta for {key!r}"
+                out[key] += value
+            elif isinstance(value, list) and isinstance(out[key], list):
+                assert value, f"empty list delta for {key!r}"
+                out[key] = out[key] + value
+            else:
+                raise AssertionError(f"{key!r} given twice: {out[key]!r}, then {value!r}")
+    return out

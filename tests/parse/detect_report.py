@@ -21,14 +21,9 @@ from tests.parse.corpus_cases import Case, cases
 from tests.parse.test_corpus import run_case
 from turnkit import Detection, detect_format
 
-# Templates that do not write the model's tool calls at all (the assistant's earlier turns are passed through as
-# plain content), so there is no marker to detect from: honest misses, kept here with the reason.
-KNOWN_MISSES = {
-    "LFM2-8B-A1B.jinja": "the template never writes a tool call (earlier assistant turns are passed through as "
-    "content); it spells only <|tool_list_start|> and <|tool_response_start|>, which no declaration has",
-    "LFM2.5-Instruct.jinja": "the template never writes a tool call (earlier assistant turns are passed through as "
-    "content) nor any other LFM2 special token besides <|im_start|>/<|im_end|>",
-}
+# Templates whose detection does not parse their records, with the reason (none since the LFM2 templates that
+# never write a tool call back are recognised by their prompt-side markers, "List of tools:").
+KNOWN_MISSES: dict[str, str] = {}
 
 
 @dataclass

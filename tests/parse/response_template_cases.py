@@ -117,6 +117,39 @@ REEXPRESSED: dict[str, dict[str, Any]] = {
     },
 }
 
+# Templates written for the streaming tests: their fields stream as text (a join field, a field without a close
+# marker, the implicit field when nothing closes), beside tool calls given when complete. Valid 5.23 templates:
+# the differential runs them too.
+STREAMING: dict[str, dict[str, Any]] = {
+    "calls_to_the_end": {  # Mistral-like: content, then [TOOL_CALLS] and JSON up to the end of the output
+        "defaults": {"role": "assistant"},
+        "start_anchor": "[/INST]",
+        "fields": {
+            "content": {},
+            "tool_calls": {"open": "[TOOL_CALLS]", "content": "json", "content_args": {"allow_non_json": True}},
+        },
+    },
+    "joined_reasoning_and_answer": {
+        "defaults": {"role": "assistant"},
+        "start_anchor": "<|im_start|>assistant\n",
+        "fields": {
+            "reasoning_content": {"open": "<think>", "close": "</think>", "repeats": True, "join": "\n\n"},
+            "tool_calls": {
+                "open": "<tool_call>",
+                "close": "</tool_call>",
+                "repeats": True,
+                "content": "json",
+                "content_args": {"allow_non_json": True},
+            },
+            "content": {"open": "<answer>"},
+        },
+    },
+    "plain_unstripped": {
+        "start_anchor": "<|im_start|>assistant\n",
+        "fields": {"content": {"content_args": {"strip": False}}},
+    },
+}
+
 # Corpus format labels whose outputs each template is meant for (the differential also runs every template
 # over every corpus output; these are the ones where the parse is expected to find something).
 FAMILIES = {
@@ -152,6 +185,27 @@ HANDWRITTEN = [
     "<tool_call>\n<function=f>\n<parameter=x>\n[1, 2]\n</parameter>\n</function>\n</tool_call>",
     '\x01\x02 sentinel <|tool_call>call:f{a:<|"|>\x01<|"|>}<tool_call|>',
 ]
+
+# Tools whose parameter schemas type tool-call arguments (transformers coerces strings by them).
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "days": {"type": "integer"},
+                    "x": {"type": ["number", "null"]},
+                    "a": {"type": "integer"},
+                },
+            },
+        },
+    }
+    for name in ("f", "get_weather", "t", "get")
+]
+
 
 PREFIXES = [
     "",

@@ -20,6 +20,7 @@ def test_table_lists_every_format_with_aliases_and_markers() -> None:
     for name in list_formats():
         assert f"\n{name} " in out.stdout, name
     assert "aliases: hermes_2_pro" in out.stdout and "<|python_tag|>" in out.stdout
+    assert 'prompt:  "List of tools:" "<|tool_list_start|>"' in out.stdout
 
 
 def test_json() -> None:
@@ -27,7 +28,9 @@ def test_json() -> None:
     rows = json.loads(out.stdout)
     assert sorted(r["name"] for r in rows) == list_formats()
     kimi = next(r for r in rows if r["name"] == "kimi_k2")
-    assert "<|tool_calls_section_begin|>" in kimi["markers"]
+    assert "<|tool_calls_section_begin|>" in kimi["markers"] and kimi["prompt_markers"] == []
+    lfm2 = next(r for r in rows if r["name"] == "lfm2_pythonic")
+    assert "List of tools:" in lfm2["prompt_markers"] and "List of tools:" not in lfm2["markers"]
 
 
 def test_detect_template_file_and_folder(tmp_path: Path) -> None:
@@ -41,6 +44,21 @@ def test_detect_template_file_and_folder(tmp_path: Path) -> None:
     (folder / "chat_template.jinja").write_text(QWEN_CODER, encoding="utf-8")
     data = json.loads(run_cli("formats", "--detect", str(folder), "--format", "json").stdout)
     assert data["format"] == "qwen3_coder_xml" and data["source"] == "markers"
+
+
+def test_detect_shows_prompt_side_evidence(tmp_path: Path) -> None:
+    path = tmp_path / "lfm2.jinja"
+    path.write_text(
+        "{% if tools %}List of tools: <|tool_list_start|>[{{ tools | tojson }}]<|tool_list_end|>{% endif %}"
+        "{% for m in messages %}{{ m.content }}{% endfor %}",
+        encoding="utf-8",
+    )
+    out = run_cli("formats", "--detect", str(path))
+    assert out.returncode == 0, out.stderr
+    assert "format: lfm2_pythonic" in out.stdout and "markers: (none)" in out.stdout
+    assert 'prompt markers: "List of tools:" "<|tool_list_start|>" "<|tool_list_end|>"' in out.stdout
+    data = json.loads(run_cli("formats", "--detect", str(path), "--format", "json").stdout)
+    assert data["prompt_markers"] == ["List of tools:", "<|tool_list_start|>", "<|tool_list_end|>"]
 
 
 def test_detect_rejects_a_non_template(tmp_path: Path) -> None:

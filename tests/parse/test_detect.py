@@ -36,6 +36,8 @@ SAMPLE = {
     "vllm/tool_chat_template_llama4_json.jinja": "llama3_json",
     "chujiezheng/granite-3.0-instruct.jinja": "granite",
     "llama-cpp-rwkv-world.jinja": "think",
+    "llama-cpp-lfm2.jinja": "lfm2_pythonic",  # prompt-side markers only: it never writes a tool call back
+    "huggingface.js/LiquidAI-LFM2.5-VL-450M.jinja": "lfm2_pythonic",
     "vllm/template_chatml.jinja": "generic",
     "microsoft-Phi-3.5-mini-instruct.jinja": "generic",
 }
@@ -120,3 +122,48 @@ def test_not_a_template(tmp_path: Path) -> None:
     with pytest.raises(turnkit.TemplateNotFoundError):
         turnkit.detect_format(tmp_path / "empty")
     assert issubclass(turnkit.NotATemplateError, turnkit.TemplateError)
+
+
+LIST_OF_TOOLS = (
+    "{% if tools %}List of tools: [{% for t in tools %}{{ t | tojson }}{% endfor %}]{% endif %}"
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+)
+
+
+def test_prompt_side_markers_are_evidence_when_no_output_marker_is_written() -> None:
+    detection = turnkit.detect_format(LIST_OF_TOOLS)
+    assert detection.format == "lfm2_pythonic" and detection.source == "markers"
+    assert detection.prompt_markers == ("List of tools:",) and detection.markers == ()
+    assert "prompt-side" in detection.reason and "List of tools:" in detection.reason
+    assert detection.candidates == ("lfm2_json",)
+    # Without them the same template is the generic fallback.
+    assert turnkit.detect_format(LIST_OF_TOOLS.replace("List of tools:", "Tools:")).source == "fallback"
+
+
+def test_output_markers_outrank_prompt_side_markers() -> None:
+    hermes = LIST_OF_TOOLS + "{% for c in tool_calls %}<tool_call>{{ c | tojson }}</tool_call>{% endfor %}"
+    detection = turnkit.detect_format(hermes)
+    assert detection.format == "hermes" and detection.prompt_markers == ()
+    assert "lfm2_pythonic" not in detection.candidates  # a prompt-only match is not a candidate beside output ones
+    lfm2 = LIST_OF_TOOLS + "<|tool_call_start|>[{{ call }}]<|tool_call_end|>"
+    detection = turnkit.detect_format(lfm2)
+    assert detection.format == "lfm2_pythonic" and detection.prompt_markers == ("List of tools:",)
+    assert "<|tool_call_start|>" in detection.markers and "prompt-side" in detection.reason
+    # The shared call end alone (Kimi K2 spells it too) is not a whole LFM2 call: prompt markers decide.
+    assert turnkit.detect_format(LIST_OF_TOOLS + "<|tool_call_end|>").format == "lfm2_pythonic"
+
+
+def test_prompt_side_markers_name_the_family_of_a_reasoning_block() -> None:
+    reasoning = LIST_OF_TOOLS.replace("{{ m.content }}", "<think>{{ m.reasoning_content }}</think>{{ m.content }}")
+    detection = turnkit.detect_format(reasoning)
+    assert detection.format == "lfm2_pythonic" and detection.markers == ("<think>", "</think>")
+    assert "think" in detection.candidates  # the reasoning-only format fits too, less specifically
+    assert turnkit.detect_format(reasoning.replace("List of tools:", "Tools:")).format != "lfm2_pythonic"
+
+
+def test_prompt_side_markers_are_declared_apart_and_ignored_by_the_parser() -> None:
+    spec = load_format("lfm2_pythonic").spec
+    assert "List of tools:" in spec.prompt_markers
+    assert not set(spec.prompt_markers) & set(format_markers(spec))
+    text = "<|tool_response_start|>x<|tool_response_end|> List of tools: [] ok"
+    assert load_format("lfm2_pythonic").parse(text)["content"] == text

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import turnkit
+from tests.parse.deltas import join_response_deltas
 from turnkit.limits import Limits
 
 QWEN = {
@@ -53,11 +54,16 @@ def test_x_regex_schemas_keep_their_behaviour() -> None:
 def test_stream_deltas_join_to_the_parse() -> None:
     fmt = turnkit.ResponseTemplateFormat(QWEN)
     stream = fmt.stream()
+    assert stream.incremental
     deltas: list[dict[str, Any]] = []
     for i in range(0, len(OUTPUT), 5):
         deltas += stream.feed(OUTPUT[i : i + 5])
+    # The defaults first, the tool call as soon as it is complete; reasoning and content could still be
+    # replaced by a later region, so they come at close.
+    assert deltas == [{"role": "assistant"}, {"tool_calls": EXPECTED["tool_calls"]}]
     deltas += stream.close()
-    assert deltas == [EXPECTED] and stream.message == EXPECTED
+    assert deltas[-1] == {"reasoning_content": "plan", "content": "Hi"}
+    assert join_response_deltas(deltas) == EXPECTED and stream.message == EXPECTED
     assert {"type": "region_close", "field": "reasoning_content", "value": "plan"} in stream.events
     with pytest.raises(turnkit.UsageError):
         stream.feed("x")

@@ -17,7 +17,8 @@ def register(subparsers: Any) -> None:
         "formats",
         help="list the built-in output formats, or detect the one a chat template uses",
         description="List the built-in model output formats with their aliases (vLLM parser names, family "
-        "names) and the special-token markers each declares. With --detect, read a chat template (a .jinja "
+        "names), the special-token markers each declares and the prompt-side markers its templates write around "
+        "the tool list and tool results. With --detect, read a chat template (a .jinja "
         "file, or a model folder) and print the format that parses its model outputs, and why.",
     )
     parser.add_argument(
@@ -41,6 +42,7 @@ def _rows() -> list[dict[str, Any]]:
             "name": spec.name,
             "aliases": list(spec.aliases),
             "markers": list(format_markers(spec)),
+            "prompt_markers": list(spec.prompt_markers),
             "description": spec.description,
         }
         for spec in builtin_specs()
@@ -55,6 +57,7 @@ def _detect(target: str) -> dict[str, Any]:
         result.update(
             source=detection.source if detection else "none",
             markers=list(detection.markers) if detection else [],
+            prompt_markers=list(detection.prompt_markers) if detection else [],
             candidates=list(detection.candidates) if detection else [],
             response_template=chosen.source == "response_template",
             uses="response_template" if chosen.source == "response_template" else result["format"],
@@ -66,6 +69,7 @@ def _detect(target: str) -> dict[str, Any]:
         "format": detection.format,
         "source": detection.source,
         "markers": list(detection.markers),
+        "prompt_markers": list(detection.prompt_markers),
         "candidates": list(detection.candidates),
         "reason": detection.reason,
     }
@@ -82,6 +86,8 @@ def run(args: Any) -> int:
                 print(f"uses: {result['uses']}")
             print(f"source: {result['source']}")
             print(f"markers: {' '.join(result['markers']) or '(none)'}")
+            if result["prompt_markers"]:
+                print(f"prompt markers: {_quoted(result['prompt_markers'])}")
             print(f"why: {result['reason']}")
         return 0 if result["format"] is not None or result.get("uses") else 1
     rows = _rows()
@@ -95,4 +101,11 @@ def run(args: Any) -> int:
         aliases = ", ".join(row["aliases"]) or "-"
         out.write(f"{row['name']:<{width}}  aliases: {aliases}\n")
         out.write(f"{'':<{width}}  markers: {' '.join(row['markers']) or '-'}\n")
+        if row["prompt_markers"]:
+            out.write(f"{'':<{width}}  prompt:  {_quoted(row['prompt_markers'])}\n")
     return 0
+
+
+def _quoted(markers: list[str]) -> str:
+    """Markers that may contain spaces (``List of tools:``), each quoted so the list reads unambiguously."""
+    return " ".join(json.dumps(m, ensure_ascii=False) for m in markers)

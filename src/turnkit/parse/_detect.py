@@ -24,6 +24,14 @@ A format is a candidate when the template satisfies every group of at least one 
 3. declaration order (``turnkit formats`` lists it), which puts a family's general format before its
    vLLM-specific variants.
 
+Prompt-side markers (:attr:`~turnkit.parse.FormatSpec.prompt_markers`: what a family's templates write around
+the tool list and tool results, which the model never emits) are evidence too, ranked below every output
+marker. Beside a candidate's output markers they add weight (after the group count); with them, a format whose
+reasoning block the template writes is a candidate without a tool call, as a reasoning-only format is. When a
+template writes no format's tool-call or reasoning markers at all (LFM2 templates that pass earlier tool calls
+through as plain content), the formats whose prompt markers it spells are the candidates, ranked the same way
+(a bare JSON call's opening comes only after them).
+
 A template that spells no built-in format's markers gets ``generic`` (llama.cpp's fallback for templates
 without a native tool syntax: the model is prompted to answer with one JSON object), flagged as a fallback.
 """
@@ -76,7 +84,9 @@ class Detection:
     ``reason`` says why in one sentence, ``markers`` are the special-token spellings of the chosen format
     that the template writes (the evidence), ``source`` says how the format was chosen: ``"markers"``,
     ``"fallback"`` (no markers at all: ``generic``), ``"ambiguous"`` or ``"none"`` (``format`` is ``None``),
-    and ``candidates`` lists every other format whose markers the template also satisfies, best first.
+    ``candidates`` lists every other format whose markers the template also satisfies, best first, and
+    ``prompt_markers`` are the chosen format's prompt-side markers the template writes (around the tool list
+    and tool results: weaker evidence, see the module).
     """
 
     format: str | None
@@ -84,6 +94,7 @@ class Detection:
     markers: tuple[str, ...] = ()
     source: Literal["markers", "fallback", "ambiguous", "none"] = "markers"
     candidates: tuple[str, ...] = ()
+    prompt_markers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -192,7 +203,18 @@ def _reasoning_signature(reasoning: Reasoning) -> Signature:
 
 
 _SKIP_FIELDS = frozenset(
-    {"name", "description", "aliases", "notes", "ids", "trim", "content_name", "raw_args", "content_prefix"}
+    {
+        "name",
+        "description",
+        "aliases",
+        "notes",
+        "ids",
+        "trim",
+        "content_name",
+        "raw_args",
+        "content_prefix",
+        "prompt_markers",  # the prompt side: weaker evidence, kept apart (_prompt_evidence)
+    }
 )
 _JSON_KEY_FIELDS = frozenset({"name_keys", "args_keys", "id_keys", "envelope_keys", "content_keys"})
 
@@ -243,7 +265,7 @@ def _declared_by() -> dict[str, int]:
     """How many formats declare each atom (a marker many formats share says little about which one it is)."""
     counts: dict[str, int] = {}
     for spec in builtin_specs():
-        for atom in format_markers(spec):
+        for atom in {*format_markers(spec), *(a for m in spec.prompt_markers for a in atoms(m))}:
             counts[atom] = counts.get(atom, 0) + 1
     return counts
 
@@ -262,6 +284,8 @@ class _Score:
     alternative: int = 0
     """Declaration index of the way of writing a call that matched (a format's first is its own syntax; later
     ones are tolerances, like xLAM's ``<tool_call>``)."""
+    prompt: tuple[str, ...] = ()
+    """The format's prompt-side markers the template spells."""
 
     def key(self) -> tuple[int, float, int, int, int, int, int]:
         return (
@@ -323,12 +347,15 @@ def _score(template: str, spec: FormatSpec, order: int, json_openings: bool) -> 
     complete_reasoning = [
         (len(sig), w) for sig in reasoning if sig and (w := _signature_weight(template, sig)) is not None
     ]
+    prompt = _prompt_evidence(template, spec)
     alternative = 0
     if complete_tools:
         groups_n, weight_n, alternative = max(complete_tools)
         alternative = -alternative
         found = [(groups_n, weight_n), *complete_reasoning]
-    elif not spec.tools and not spec.sections and spec.harmony is None and complete_reasoning:
+    elif complete_reasoning and (prompt or (not spec.tools and not spec.sections and spec.harmony is None)):
+        # A reasoning block alone names a reasoning-only format, or a format whose family's prompt markers the
+        # template writes too (an LFM2 template that writes back <think> but never a tool call).
         found = complete_reasoning
     else:
         return None
@@ -337,9 +364,25 @@ def _score(template: str, spec: FormatSpec, order: int, json_openings: bool) -> 
     extra = [w for marker in spec.discard if (w := _group_weight(template, _group(marker))) is not None]
     ends = [w for marker in spec.ends if (w := _group_weight(template, _group(marker))) is not None]
     groups = sum(n for n, _ in found) + len(extra)
-    weight = sum(w for _, w in found) + sum(extra) + sum(ends)
-    spelled = tuple(a for a in format_markers(spec) if _spells(template, a))
-    return _Score(spec, groups, weight, spelled, order, alternative)
+    weight = sum(w for _, w in found) + sum(extra) + sum(ends) + sum(prompt.values())
+    return _Score(spec, groups, weight, _spelled(template, spec), order, alternative, tuple(prompt))
+
+
+def _spelled(template: str, spec: FormatSpec) -> tuple[str, ...]:
+    return tuple(a for a in format_markers(spec) if _spells(template, a))
+
+
+def _prompt_evidence(template: str, spec: FormatSpec) -> dict[str, float]:
+    """The format's prompt-side markers the template spells, with their weights."""
+    return {m: w for m in spec.prompt_markers if (w := _group_weight(template, _group(m))) is not None}
+
+
+def _prompt_score(template: str, spec: FormatSpec, order: int) -> _Score | None:
+    """A format's score from its prompt-side markers alone (each one spelled is a group)."""
+    prompt = _prompt_evidence(template, spec)
+    if not prompt:
+        return None
+    return _Score(spec, len(prompt), sum(prompt.values()), _spelled(template, spec), order, 0, tuple(prompt))
 
 
 def _template_markers(template: str, specs: Iterable[FormatSpec]) -> tuple[str, ...]:
@@ -369,11 +412,20 @@ def detect_in_template(template: str) -> Detection:
     """:func:`detect_format` for template text that is already read."""
     template = fold_constants(template)
     specs = builtin_specs()
-    scores = [s for i, spec in enumerate(specs) if (s := _score(template, spec, i, False)) is not None]
-    if not scores:
-        # Only when no format's special tokens are there: a bare JSON call's opening the template spells in its
-        # instructions ('Respond in the format {"name": ...}') identifies the JSON-call formats (Llama 3.x).
-        scores = [s for i, spec in enumerate(specs) if (s := _score(template, spec, i, True)) is not None]
+    # Evidence from the strongest kind down, the first kind any format matches deciding: the model's own
+    # markers; the markers a family's templates write around the tool list and tool results; and only when
+    # no format's special tokens are there, a bare JSON call's opening the template spells in its instructions
+    # ('Respond in the format {"name": ...}', Llama 3.x).
+    tiers: tuple[Callable[[int, FormatSpec], _Score | None], ...] = (
+        lambda i, spec: _score(template, spec, i, False),
+        lambda i, spec: _prompt_score(template, spec, i),
+        lambda i, spec: _score(template, spec, i, True),
+    )
+    scores: list[_Score] = []
+    for tier in tiers:
+        scores = [s for i, spec in enumerate(specs) if (s := tier(i, spec)) is not None]
+        if scores:
+            break
     scores.sort(key=_Score.key)
     if not scores:
         seen = _template_markers(template, specs)
@@ -401,15 +453,31 @@ def detect_in_template(template: str) -> Detection:
             best.spelled,
             "ambiguous",
             others,
+            best.prompt,
         )
-    reason = (
-        f"the template spells {len(best.spelled)} of {best.spec.name}'s markers ("
-        + ", ".join(best.spelled)
-        + f"), writing {best.groups} of its tool-call/reasoning markers (specificity {best.weight:.2f})"
-    )
+    reason = _reason(best, tier is tiers[1])
     if rest:
         reason += f"; also fits, less specifically: {', '.join(others[:4])}"
-    return Detection(best.spec.name, reason, best.spelled, "markers", others)
+    return Detection(best.spec.name, reason, best.spelled, "markers", others, best.prompt)
+
+
+def _reason(best: _Score, prompt_only: bool) -> str:
+    name = best.spec.name
+    prompt = f"{len(best.prompt)} of {name}'s prompt-side markers (" + ", ".join(best.prompt) + ")"
+    if prompt_only:
+        stray = f" (it spells {', '.join(best.spelled)}, not a whole call or reasoning block)" if best.spelled else ""
+        return (
+            f"the template writes no format's tool-call or reasoning markers{stray}, but it spells {prompt}, "
+            "which its family's templates write around the tool list and tool results"
+        )
+    reason = (
+        f"the template spells {len(best.spelled)} of {name}'s markers ("
+        + ", ".join(best.spelled)
+        + f"), writing {best.groups} of its tool-call/reasoning markers"
+    )
+    if best.prompt:
+        reason += f", and {prompt}"
+    return reason + f" (specificity {best.weight:.2f})"
 
 
 def looks_like_template(text: str) -> bool:

@@ -245,6 +245,10 @@ class FormatSpec:
     """Markers dropped from content (``<|START_RESPONSE|>``)."""
     ends: tuple[str, ...] = ()
     """End-of-message markers: everything after them is ignored."""
+    prompt_markers: tuple[str, ...] = ()
+    """Markers the family's chat templates write around the tool list or the tool results (LFM2's
+    ``List of tools:``, ``<|tool_response_start|>``). The model does not emit them, so parsing ignores them;
+    format detection takes them as evidence of the family (see :mod:`turnkit.parse._detect`)."""
     initial_region: str | None = None
     """Open marker of a tool region the output starts in when no ``prefix`` is given (the format's generation
     prompt always ends with it: functionary v3.2 ``>>>``)."""

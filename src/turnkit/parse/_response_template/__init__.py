@@ -60,18 +60,34 @@ def _new_parser(template: ResponseTemplate, prefix: str, tools: Tools | None, li
 class ResponseTemplateStream:
     """A push parser over a response template: ``feed(text) -> deltas``, ``close() -> deltas``, ``message``.
 
-    The template's regions are matched incrementally, exactly as transformers' ``ResponseParser`` does (its
-    events are kept in :attr:`events` for live rendering), but the *deltas* are buffered: a region's value
-    is only final when the output ends (a later region may overwrite it, empty values are dropped, tool
-    arguments are typed on close), so ``feed`` returns no deltas and ``close`` returns one delta, the whole
-    message. Joining the deltas therefore always equals :meth:`ResponseTemplateFormat.parse`.
+    The template's regions are matched incrementally as transformers' ``ResponseParser`` does, but never
+    depending on where the chunks end (its events are kept in :attr:`events` for live rendering). A delta is
+    given as soon as the template's structure proves it final: a repeating field's value (a tool call) when its
+    region closes, the text of a field that is only ever appended to as it arrives; every other value (one
+    that a later region could replace, or that is typed or dropped at the end) comes in the last delta from
+    :meth:`close`. The first delta holds the ``defaults`` that are not fields. Deltas join as a client adds
+    them up (a key's first delta sets it, a later string is appended, a later list extends it), and the join
+    equals :meth:`ResponseTemplateFormat.parse` for any chunking. A template whose marker patterns could match
+    differently once more text follows (``$``, ``\\b``, lookahead: ``ResponseTemplate.reads_ahead``) is parsed
+    whole at close instead. See ``_deltas`` for the rules.
     """
 
     def __init__(self, template: ResponseTemplate, *, prefix: str, tools: Tools | None, limits: Limits) -> None:
+        from turnkit.parse._response_template._deltas import DeltaWriter
+
         self._parser = _new_parser(template, prefix, tools, limits)
+        self._writer = DeltaWriter(template)
+        self._pending = self._parser.initial_events
+        self._whole: list[str] | None = [] if template.reads_ahead else None
         self.events: list[dict[str, Any]] = list(self._parser.initial_events)
         self._message: dict[str, Any] | None = None
         self._closed = ""  # "", or why the stream takes no more input: "closed" or "failed"
+
+    @property
+    def incremental(self) -> bool:
+        """Whether chunks are parsed as they come (``False``: a marker could match differently once more text
+        follows, so the output is parsed at close)."""
+        return self._whole is None
 
     def feed(self, text: str) -> list[dict[str, Any]]:
         if self._closed:
@@ -79,26 +95,37 @@ class ResponseTemplateStream:
         if type(text) is not str:
             self._closed = "failed"
             raise UsageError(f"feed() takes str, not {type(text).__name__}")
+        if self._whole is not None:
+            self._whole.append(text)
+            return self._writer.feed([])
         try:
-            self.events.extend(self._parser.feed(text))
+            events = self._pending + self._parser.feed(text)
         except BaseException:
             self._closed = "failed"
             raise
-        return []
+        self._pending = []
+        self.events.extend(events)
+        return self._writer.feed(events)
 
     def close(self) -> list[dict[str, Any]]:
         if self._closed:
             raise UsageError(f"close() on a {self._closed} response-template stream")
         self._closed = "failed"  # until the final parse succeeds
-        message, events = self._parser.finalize()
+        events = self._pending
+        if self._whole is not None:
+            fed = self._parser.feed("".join(self._whole))
+            self.events.extend(fed)
+            events = events + fed
+        message, last = self._parser.finalize()
         self._closed = "closed"
-        self.events.extend(events)
+        self.events.extend(last)
         self._message = message
-        return [message]
+        return self._writer.close(events + last, message)
 
     @property
     def message(self) -> dict[str, Any]:
-        """The message so far (the parser's output dict; final after :meth:`close`)."""
+        """The message so far (the parser's output dict; final after :meth:`close`). A stream that is not
+        :attr:`incremental` parses at close, so until then this holds only the defaults and the prefix's part."""
         return self._message if self._message is not None else dict(self._parser.output)
 
 
@@ -120,7 +147,7 @@ class ResponseTemplateFormat:
     def stream(
         self, *, prefix: str | None = None, tools: Tools | None = None, limits: Limits | None = None
     ) -> ResponseTemplateStream:
-        """A push parser (deltas buffered until ``close``; see :class:`ResponseTemplateStream`)."""
+        """A push parser: deltas as soon as the template proves them final (see :class:`ResponseTemplateStream`)."""
         _check_options("ResponseTemplateFormat.stream", prefix, tools, limits)
         return ResponseTemplateStream(self.template, prefix=prefix or "", tools=tools, limits=limits or self.limits)
 
@@ -147,7 +174,7 @@ class ResponseTemplateFormat:
         tools: Tools | None = None,
         limits: Limits | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
-        """:meth:`stream` over an async source of chunks: yields every delta (here: one, at the end)."""
+        """:meth:`stream` over an async source of chunks: yields every delta."""
         stream = self.stream(prefix=prefix, tools=tools, limits=limits)
         return astream(stream, chunks, func="ResponseTemplateFormat.astream")
 

@@ -8,7 +8,7 @@ errors; results are identical.
 from __future__ import annotations
 
 import json
-import time
+from time import monotonic as _now
 from typing import Any
 
 import regex
@@ -19,26 +19,30 @@ __all__ = ["CONTENT_PARSERS", "STREAMABLE_PARSERS", "Clock", "parse_content", "p
 
 
 class Clock:
-    """The time budget of one parse: ``per_call`` for each regex, ``total`` for all of them together."""
+    """The time budget of one parse or stream: ``per_call`` for each regex, ``total`` for all of them together.
 
-    __slots__ = ("per_call", "deadline", "total")
+    ``total`` counts the time spent running them, not the time since the parse began: a stream's pauses
+    between chunks (the model generating) are not work.
+    """
+
+    __slots__ = ("per_call", "total", "spent")
 
     def __init__(self, per_call: float, total: float) -> None:
         self.per_call = per_call
         self.total = total
-        self.deadline = time.monotonic() + total
-
-    def budget(self) -> float:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise RegexTimeoutError(f"response template: regular expressions ran past {self.total} s in total")
-        return min(self.per_call, left)
+        self.spent = 0.0
 
     def run(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        left = self.total - self.spent
+        if left <= 0:
+            raise RegexTimeoutError(f"response template: regular expressions ran past {self.total} s in total")
+        start = _now()
         try:
-            return fn(*args, timeout=self.budget(), **kwargs)
+            return fn(*args, timeout=self.per_call if self.per_call < left else left, **kwargs)
         except TimeoutError as exc:
             raise RegexTimeoutError(f"response template: {what} ran past its time budget") from exc
+        finally:
+            self.spent += _now() - start
 
 
 def _text(text: str, args: dict[str, Any], clock: Clock) -> str:

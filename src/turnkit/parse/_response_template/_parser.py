@@ -3,7 +3,11 @@
 The algorithm is the reference's, step for step (regions, the watch list, partial-match holding, the
 close/reset rules, tool-argument coercion), so a whole output fed at once and finalized gives exactly
 transformers' ``parse_response`` dict. Regexes run with the ``regex`` module (as transformers does) under a
-time budget.
+time budget. Two changes keep a long stream linear without changing a result: the open region's text is kept
+as a list of pieces, and the consumed text is dropped from the buffer when no pattern looks before where its
+search starts (``ResponseTemplate.reads_behind``). One makes the result independent of the chunking where
+transformers' is not: a marker the text ends partway through is waited for even when ``regex`` reports a
+complete match further on (:meth:`ResponseParser._hidden_partial`).
 """
 
 from __future__ import annotations
@@ -103,7 +107,7 @@ class ResponseParser:
         self._implicit_name = spec.implicit
         self._current: str | None = self._implicit_name
         self._captures: dict[str, str] = {}
-        self._body = ""
+        self._body: list[str] = []  # the open region's text, joined when it closes
         self._opened = False
         self._finalized = False
         self.initial_events: list[dict[str, Any]] = []
@@ -128,6 +132,8 @@ class ResponseParser:
         if self._finalized:
             raise UsageError("response template parser already finalized")
         if text:
+            if self._pos and not self._spec.reads_behind:  # no pattern looks before pos: drop what is consumed
+                self._buffer, self._pos = self._buffer[self._pos :], 0
             self._buffer += text
         events: list[dict[str, Any]] = []
         self._process(events, eos=False)
@@ -207,6 +213,11 @@ class ResponseParser:
                 m = self._clock.run(what, pattern.search, self._buffer, self._pos, partial=True)
             if m is None:
                 continue
+            if not eos and not m.partial and m.start() > self._pos:
+                hidden = self._hidden_partial(pattern, what, m.start())
+                if hidden is not None:
+                    hold_start = min(hold_start, hidden)
+                    continue
             if not eos and (m.partial or self._can_grow(kind, field, m)):
                 hold_start = min(hold_start, m.start())
                 continue
@@ -216,6 +227,25 @@ class ResponseParser:
         if best is not None and best[2].start() >= hold_start:
             best = None
         return best, hold_start
+
+    def _hidden_partial(self, pattern: Any, what: str, end: int) -> int | None:
+        """Where a match the text ends partway through starts, before ``end`` (a complete match's start).
+
+        ``regex`` reports a complete match found later in the text rather than such a partial one
+        (``abcd|c`` on ``xabc`` gives ``c``), so the partial one is looked for in the text before the complete
+        match, and confirmed on the whole text (turnkit's addition: transformers takes the later match, and its
+        result then depends on where the chunks end).
+        """
+        start = self._pos
+        while start < end:
+            m = self._clock.run(what, pattern.search, self._buffer, start, end, partial=True)
+            if m is None or not m.partial:
+                return None
+            whole = self._clock.run(what, pattern.match, self._buffer, m.start(), partial=True)
+            if whole is not None and whole.partial:
+                return int(m.start())
+            start = m.start() + 1
+        return None
 
     def _can_grow(self, kind: str, field: ResponseTemplateField, m: Any) -> bool:
         if m.end() != len(self._buffer):
@@ -236,14 +266,14 @@ class ResponseParser:
         if not self._opened:
             events.append({"type": "region_open", "field": self._current})
             self._opened = True
-        self._body += text
+        self._body.append(text)
         dirty = field.content not in STREAMABLE_PARSERS
         events.append({"type": "region_chunk", "field": self._current, "text": text, "dirty": dirty})
 
     def _open_explicit(self, events: list[dict[str, Any]], field: ResponseTemplateField, m: Any) -> None:
         self._current = field.name
         self._captures = {k: v for k, v in m.groupdict().items() if v is not None}
-        self._body = ""
+        self._body = []
         self._opened = True
         events.append({"type": "region_open", "field": field.name})
 
@@ -252,7 +282,7 @@ class ResponseParser:
             self._reset_to_implicit()
             return
         field = self._spec.fields[self._current]
-        value = process_field(self._body, field, self._captures, self._clock)
+        value = process_field("".join(self._body), field, self._captures, self._clock)
         if self._tool_params:
             value = self._coerce_tool_calls(value)
         if field.join is not None:
@@ -292,5 +322,5 @@ class ResponseParser:
     def _reset_to_implicit(self) -> None:
         self._current = self._implicit_name
         self._captures = {}
-        self._body = ""
+        self._body = []
         self._opened = False

@@ -51,6 +51,35 @@ class ResponseTemplate:
     start_anchor_re: Any
     implicit: str | None
     start_anchor_literals: list[str] | None
+    reads_ahead: bool = False
+    """An open/close pattern may assert something about the text after its match (``$``, ``\\b``, lookahead): a
+    match found in part of the output can change when more text follows."""
+    reads_behind: bool = False
+    """An open/close pattern may look before where its search starts (``^``, ``\\b``, lookbehind): the parser
+    must keep the text it has consumed."""
+
+
+_SYNTAX = regex.compile(
+    r"""\\(?P<esc>.)
+    | \[\^?\]?(?:\\.|[^\]\\])*\]     # a character class: its ^ and $ are literal
+    | \(\?(?P<look><?[=!])
+    | (?P<anchor>[\^$])
+    """,
+    regex.VERBOSE | regex.DOTALL,
+)
+_AHEAD = frozenset({"$", "=", "!", *(f"\\{c}" for c in "bBZzmM")})
+_BEHIND = frozenset({"^", "<=", "<!", *(f"\\{c}" for c in "bBAGmM")})
+
+
+def _context(patterns: list[Any]) -> tuple[bool, bool]:
+    """``reads_ahead`` and ``reads_behind`` of the open/close patterns (a conservative scan of their source)."""
+    ahead = behind = False
+    for compiled in patterns:
+        for m in _SYNTAX.finditer(compiled.pattern):
+            token = f"\\{m.group('esc')}" if m.group("esc") else m.group("look") or m.group("anchor")
+            ahead |= token in _AHEAD
+            behind |= token in _BEHIND
+    return ahead, behind
 
 
 def _error(key: str, reason: str) -> ResponseTemplateError:
@@ -220,6 +249,14 @@ def load_response_template(spec: Any) -> ResponseTemplate:
     start_re, start_literals, _ = _compile_anchor("(root)", spec, "start_anchor", "start_anchor_pattern")
     if start_re is None:
         raise _error("start_anchor", "must define 'start_anchor' or 'start_anchor_pattern'")
+    ahead, behind = _context(
+        [
+            compiled
+            for f in fields.values()
+            for compiled, literals in ((f.open_re, f.open_literals), (f.close_re, f.close_literals))
+            if compiled is not None and literals is None
+        ]
+    )
     return ResponseTemplate(
         spec=spec,
         defaults=copy.deepcopy(spec.get("defaults", {})),
@@ -227,4 +264,6 @@ def load_response_template(spec: Any) -> ResponseTemplate:
         start_anchor_re=start_re,
         implicit=implicit[0] if implicit else None,
         start_anchor_literals=start_literals,
+        reads_ahead=ahead,
+        reads_behind=behind,
     )
