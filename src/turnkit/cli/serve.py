@@ -31,7 +31,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--format",
         metavar="NAME",
-        help="the output format (turnkit parse --list-formats); default: guessed from the template's markers",
+        help="the output format (list them with: turnkit formats); default: the model folder's response_template "
+        "when it ships one, else the format the template's markers name",
     )
     parser.add_argument(
         "--backend",
@@ -124,6 +125,7 @@ def build_gateway(args: argparse.Namespace) -> Any:
     template: Any
     texts: list[str]
     kwargs: dict[str, Any] = {}
+    response_template = None
     if args.model:
         folder = read_model_folder(args.model)
         if folder.chat_template is None:
@@ -131,6 +133,7 @@ def build_gateway(args: argparse.Namespace) -> Any:
         template = folder.chat_template
         texts = [template] if isinstance(template, str) else list(template.values())
         kwargs = dict(folder.template_kwargs)
+        response_template = folder.response_template
         name = args.served_model_name or Path(args.model).resolve().name
     elif args.template:
         template = Path(args.template).read_text(encoding="utf-8")
@@ -140,12 +143,13 @@ def build_gateway(args: argparse.Namespace) -> Any:
         template = embedded_template()
         texts = []
         name = args.served_model_name or "turnkit-replay"
-    fmt = args.format
-    if fmt is None:
-        if not texts:
-            fmt = "hermes"
-        else:
-            fmt = _detected_format(texts)
+    fmt: Any = args.format
+    if fmt is None and response_template is not None:
+        from turnkit import ResponseTemplateFormat
+
+        fmt = ResponseTemplateFormat(response_template)  # the folder's own parser comes first
+    elif fmt is None:
+        fmt = _detected_format(texts) if texts else "hermes"
     if args.backend:
         try:
             backend = backend_from_spec(args.backend)
@@ -210,7 +214,7 @@ def _server(config: Any, gateway: Any, host: str) -> Any:
                 shown = f"[{host}]" if ":" in host else host
                 print(
                     f"turnkit serve: listening on http://{shown}:{port}/v1 (model {gateway.served_model_name}, "
-                    f"format {gateway.format.name})",
+                    f"format {gateway.format_name})",
                     flush=True,
                 )
 

@@ -14,11 +14,12 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any, Literal
 
-from turnkit import ChatTemplate, OutputFormat, TemplateError, TurnkitError, load_format
+from turnkit import ChatTemplate, OutputFormat, ResponseTemplateFormat, TemplateError, TurnkitError, load_format
 from turnkit._args import expect, expect_choice, expect_int, expect_mapping
 from turnkit.parse import Delta
 from turnkit.serve._chat import ChatRequest, template_messages
 from turnkit.serve._errors import BackendError, BadRequestError, ServeError, ShuttingDownError
+from turnkit.serve._template_parser import TemplateDeltas
 from turnkit.serve.backends._base import Backend, BackendChunk, Usage
 
 __all__ = ["Gateway", "ReasoningField", "Run"]
@@ -48,7 +49,7 @@ class Gateway:
     def __init__(
         self,
         template: ChatTemplate | str | Mapping[str, str],
-        output_format: OutputFormat | str,
+        output_format: OutputFormat | ResponseTemplateFormat | str,
         backend: Backend,
         *,
         served_model_name: str = "turnkit",
@@ -60,7 +61,7 @@ class Gateway:
         expect(
             template, (ChatTemplate, str, Mapping), name="template", func=_G, accepts="a ChatTemplate, str or mapping"
         )
-        expect(output_format, (OutputFormat, str), name="output_format", func=_G)
+        expect(output_format, (OutputFormat, ResponseTemplateFormat, str), name="output_format", func=_G)
         if not callable(getattr(backend, "stream", None)):
             expect(backend, (), name="backend", func=_G, accepts="a Backend (an object with .stream(prompt, params))")
         expect(served_model_name, str, name="served_model_name", func=_G)
@@ -80,6 +81,17 @@ class Gateway:
         self.max_steps = max_steps  # model calls per request in the tool loop (AG-UI, AI SDK) with tool_functions
         self.closing = False
         self._active: set[Run] = set()
+
+    @property
+    def format_name(self) -> str:
+        """The output format's name, or ``response_template`` for a model folder's own."""
+        return "response_template" if isinstance(self.format, ResponseTemplateFormat) else self.format.name
+
+    def parser(self, prompt: str, tools: list[Any] | None) -> Any:
+        """A stream parser for one generation: the format's own, or the response template's behind turnkit deltas."""
+        if isinstance(self.format, ResponseTemplateFormat):
+            return TemplateDeltas(self.format.stream(prefix=prompt, tools=tools))
+        return self.format.stream(prefix=prompt, tools=tools)
 
     def prompt_tools(self, chat: ChatRequest) -> list[dict[str, Any]] | None:
         """The tools the prompt shows: none for ``tool_choice="none"``, only the named one for a named choice."""
@@ -157,7 +169,7 @@ class Run:
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
         self.problems: list[dict[str, Any]] = []
-        self._parser = gateway.format.stream(prefix=prompt, tools=[dict(t) for t in chat.tools or ()] or None)
+        self._parser = gateway.parser(prompt, [dict(t) for t in chat.tools or ()] or None)
         self._allowed = None if chat.tool_choice == "none" else set(chat.tool_names)
         forced = chat.forced_tool
         if forced is not None:
