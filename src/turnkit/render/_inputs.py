@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import io
+import pickle
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -22,8 +24,10 @@ __all__ = [
     "REASONING_FIELDS",
     "adopt",
     "alias_reasoning_fields",
+    "frozen_json",
     "input_size",
     "plain_data",
+    "plain_key",
     "plain_messages",
     "tool_schemas",
 ]
@@ -177,9 +181,18 @@ def alias_reasoning_fields(chat: list[Any]) -> list[Any]:
 
 
 def tool_schemas(tools: Any, trusted: set[int] | None = None) -> list[Any] | None:
-    """Plain JSON schemas for ``tools``: dicts are copied, Python functions and methods are converted (cached)."""
+    """Plain JSON schemas for ``tools``: dicts are copied, Python functions and methods are converted (cached).
+
+    A list of JSON-schema dicts seen before (same content, by :func:`plain_key`) gets the private copy made the
+    first time, so a server passing the same tools on every request pays for one pickle, not a walk and a copy.
+    """
     if tools is None:
         return None
+    if trusted is not None and type(tools) is list and all(type(tool) is dict for tool in tools):
+        cached = _tool_set(tools)
+        if cached is not None:
+            trusted.update(cached[1])
+            return cached[0]
     schemas: list[Any] = []
     for tool in tools:
         if isinstance(tool, dict):
@@ -201,6 +214,77 @@ def tool_schemas(tools: Any, trusted: set[int] | None = None) -> list[Any] | Non
     return schemas
 
 
+class _NotPlain(Exception):
+    pass
+
+
+class _PlainPickler(pickle.Pickler):
+    """A pickler for exact built-in data only: the C pickler handles those itself, anything else lands here."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        raise _NotPlain
+
+
+def plain_key(value: Any, max_bytes: int) -> bytes | None:
+    """The exact content of ``value`` as bytes, or None when some of it is not exact built-in data (or too big).
+
+    Pickled by :class:`_PlainPickler`, which takes only exact built-in types (a str subclass, a Mapping, a
+    dataclass, a function make it refuse), keeps dict order, float bits and ``True`` vs ``1``, and writes a
+    back-reference for an object met twice: equal bytes mean values of the same types, content, order and sharing.
+    """
+    buffer = io.BytesIO()
+    try:
+        _PlainPickler(buffer, 5).dump(value)
+    except (_NotPlain, pickle.PicklingError, ValueError, TypeError, RecursionError):
+        return None
+    if buffer.tell() > max_bytes:
+        return None
+    return buffer.getvalue()
+
+
+# Private plain copies of tool schemas that every render with those tools is handed: templates cannot mutate
+# them and no caller ever sees them, so what is computed from one stays true. id -> [the object, its
+# ``tojson`` text once printed]; the entry keeps the object alive, so the id cannot be reused meanwhile.
+_FROZEN: dict[int, list[Any]] = {}
+_FROZEN_MAX = 4096
+
+
+def _freeze(value: Any) -> None:
+    if len(_FROZEN) >= _FROZEN_MAX:
+        _FROZEN.clear()  # only a cost: cleared objects print through the encoder again
+    _FROZEN[id(value)] = [value, None]
+
+
+def frozen_json(value: Any) -> list[Any] | None:
+    """The ``[value, JSON text or None]`` slot of a private tool schema, or None for any other object."""
+    entry = _FROZEN.get(id(value))
+    return entry if entry is not None and entry[0] is value else None
+
+
+# pickled list of JSON-schema dicts -> (the private copy, ids of its containers); FIFO, bounded.
+_TOOL_SETS: dict[bytes, tuple[list[Any], frozenset[int]]] = {}
+_TOOL_SETS_MAX = 64
+_TOOL_SET_MAX_KEY = 1 << 18
+
+
+def _tool_set(tools: list[dict[Any, Any]]) -> tuple[list[Any], frozenset[int]] | None:
+    key = plain_key(tools, _TOOL_SET_MAX_KEY)
+    if key is None:
+        return None
+    entry = _TOOL_SETS.get(key)
+    if entry is None:
+        ids: set[int] = set()
+        schemas = [plain_data(tool, ids) for tool in tools]
+        ids.add(id(schemas))
+        for schema in schemas:
+            _freeze(schema)
+        entry = (schemas, frozenset(ids))
+        if len(_TOOL_SETS) >= _TOOL_SETS_MAX:
+            _TOOL_SETS.pop(next(iter(_TOOL_SETS)))
+        _TOOL_SETS[key] = entry
+    return entry
+
+
 # shared schema object (from the tools package's cache) -> (that object, its plain copy, ids of the copy's
 # containers). Templates cannot mutate what they are given, so one plain copy serves every render.
 _PLAIN_SCHEMAS: dict[int, tuple[Any, Any, frozenset[int]]] = {}
@@ -220,6 +304,7 @@ def _function_schema(func: Any, trusted: set[int] | None) -> Any:
         if len(_PLAIN_SCHEMAS) > 1024:
             _PLAIN_SCHEMAS.clear()
         entry = (schema, plain, frozenset(ids))
+        _freeze(plain)
         _PLAIN_SCHEMAS[id(schema)] = entry
     if trusted is not None:
         trusted.update(entry[2])

@@ -27,7 +27,7 @@ import jinja2.exceptions
 import jinja2.ext
 import jinja2.nodes as nodes
 from jinja2 import filters as jinja_filters
-from jinja2.compiler import CodeGenerator, Frame
+from jinja2.compiler import CodeGenerator, Frame, optimizeconst
 from jinja2.runtime import Context, LoopContext, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
 from jinja2.utils import Namespace, generate_lorem_ipsum
@@ -37,6 +37,7 @@ from markupsafe import Markup
 from turnkit.errors import TemplateLimitError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.render._budget import RenderBudget, current_budget, estimate_str_size
+from turnkit.render._inputs import frozen_json
 from turnkit.render._spans import TRACKER
 
 __all__ = ["TemplateSandbox", "sandbox_for"]
@@ -48,8 +49,38 @@ _SAFE_DICT_METHODS = frozenset({"get", "items", "keys", "values"})
 _LOOP_ATTRIBUTES = frozenset(
     {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "previtem", "nextitem"}
 )
+# Methods a template may call on plain data that the sandbox calls directly, unsized: inlined by the code generator.
+_INLINE_METHODS: dict[type, frozenset[str]] = {
+    dict: _SAFE_DICT_METHODS,
+    str: frozenset({"strip", "lstrip", "rstrip", "startswith", "endswith", "lower", "upper"}),
+}
+_STR = frozenset({str})
 _PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
 _JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)
+_encode_str = json.encoder.encode_basestring
+
+
+def _encode(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)``: the C encoder json.dumps builds for those arguments, minus the
+    two Python frames around it (``JSONEncoder.encode`` and ``iterencode``)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - a Python without the _json accelerator
+        return _JSON_ENCODER.encode(value)
+    encoder = _JSON_ENCODER
+    chunks = make(
+        {},
+        encoder.default,
+        _encode_str,
+        None,
+        encoder.key_separator,
+        encoder.item_separator,
+        False,
+        False,
+        True,
+    )(value, 0)
+    return "".join(chunks)
+
+
 # Methods the immutable sandbox refuses (jinja2.sandbox's list for dict and list).
 _MUTATORS: dict[type, frozenset[str]] = {
     dict: frozenset({"clear", "pop", "popitem", "setdefault", "update"}),
@@ -128,15 +159,142 @@ class _GuardRewriter(NodeTransformer):
 
 
 class _GuardedCodeGenerator(CodeGenerator):
-    """jinja2's code generator, with the AST guard applied first and capture buffers that count their size."""
+    """jinja2's code generator, with the AST guard applied first, capture buffers that count their size, and
+    inline fast paths for the sandbox's hot operations on plain data.
+
+    Each fast path is an exact-type test (``type(x) is dict``, ``is str``, ``is LoopContext``) in front of the
+    sandbox call jinja2 would make, and returns what that call returns for that type (the sandbox's own
+    shortcuts for plain data, see :meth:`TemplateSandbox.getattr` and :meth:`TemplateSandbox.call`); any other
+    value takes the sandbox call unchanged. They save a Python call per attribute, item, method call and print.
+    """
 
     def visit_Template(self, node: nodes.Template, frame: Frame | None = None) -> None:
         _GuardRewriter().visit(node)
+        self._finalized: list[str] = []
         super().visit_Template(node, frame)
 
     def buffer(self, frame: Frame) -> None:
         frame.buffer = self.temporary_identifier()
         self.writeline(f"{frame.buffer} = environment.capture_buffer()")
+
+    @optimizeconst
+    def visit_Getattr(self, node: nodes.Getattr, frame: Frame) -> None:
+        # ``message.role``: a dict's item when the name is no dict attribute; ``loop.first``: the property.
+        tmp = self.temporary_identifier()
+        attr = node.attr
+        if attr in _LOOP_ATTRIBUTES and isinstance(node.node, nodes.Name) and node.node.name == "loop":
+            self.write(f"({tmp}.{attr} if type({tmp} := ")
+            self.visit(node.node, frame)
+            self.write(f") is LoopContext else environment.getattr({tmp}, {attr!r}))")
+        elif attr not in _DICT_ATTRIBUTES:
+            self._dict_item(node.node, attr, frame, "getattr")
+        else:
+            super().visit_Getattr(node, frame)
+
+    @optimizeconst
+    def visit_Getitem(self, node: nodes.Getitem, frame: Frame) -> None:
+        # ``message['role']`` on a dict that has the key, ``messages[0]`` on a list that has the index.
+        try:
+            key = node.arg.as_const(frame.eval_ctx)
+        except nodes.Impossible:
+            key = None
+        tmp = self.temporary_identifier()
+        if type(key) is str and key not in _DICT_ATTRIBUTES:
+            self._dict_item(node.node, key, frame, "getitem")
+        elif type(key) is int:
+            self.write(f"({tmp}[{key!r}] if type({tmp} := ")
+            self.visit(node.node, frame)
+            self.write(
+                f") is list and {-key - 1 if key < 0 else key} < len({tmp}) else environment.getitem({tmp}, {key!r}))"
+            )
+        else:
+            super().visit_Getitem(node, frame)
+
+    def _dict_item(self, node: nodes.Expr, key: str, frame: Frame, hook: str) -> None:
+        """A dict's item, or the undefined value the sandbox gives for a missing key that is no dict attribute."""
+        tmp, is_dict = self.temporary_identifier(), self.temporary_identifier()
+        self.write(f"({tmp}[{key!r}] if ({is_dict} := type({tmp} := ")
+        self.visit(node, frame)
+        self.write(
+            f") is dict) and {key!r} in {tmp} else environment.undefined(obj={tmp}, name={key!r}) if {is_dict} "
+            f"else environment.{hook}({tmp}, {key!r}))"
+        )
+
+    def visit_Call(self, node: nodes.Call, frame: Frame, forward_caller: bool = False) -> None:
+        # ``message.get('x', [])`` on a dict, ``content.strip()`` on a str: the method itself. Only with
+        # arguments that contain no call, so that writing them twice (once per branch) stays small.
+        method = node.node
+        owner = None
+        if (
+            isinstance(method, nodes.Getattr)
+            and not forward_caller
+            and node.dyn_args is None
+            and node.dyn_kwargs is None
+        ):
+            if method.attr in _INLINE_METHODS[dict]:
+                owner = "dict"
+            elif method.attr in _INLINE_METHODS[str]:
+                owner = "str"
+        if owner is None or any(
+            arg.find(nodes.Call) or isinstance(arg, nodes.Call) for arg in (*node.args, *node.kwargs)
+        ):
+            super().visit_Call(node, frame, forward_caller=forward_caller)
+            return
+        assert isinstance(method, nodes.Getattr)
+        tmp = self.temporary_identifier()
+        self.write(f"({tmp}.{method.attr}(")
+        for i, arg in enumerate((*node.args, *node.kwargs)):
+            if i:
+                self.write(", ")
+            self.visit(arg, frame)
+        self.write(f") if type({tmp} := ")
+        self.visit(method.node, frame)
+        self.write(f") is {owner} else ")
+        name = object.__new__(nodes.InternalName)
+        nodes.Node.__init__(name, tmp, lineno=method.lineno)
+        fallback = nodes.Call(
+            nodes.Getattr(name, method.attr, "load", lineno=method.lineno),
+            node.args,
+            node.kwargs,
+            None,
+            None,
+            lineno=node.lineno,
+        )
+        super().visit_Call(fallback, frame)
+        self.write(")")
+
+    @optimizeconst
+    def visit_Add(self, node: nodes.BinExpr, frame: Frame) -> None:
+        # ``a + b`` on two short strings: what call_binop returns for them.
+        if frame.eval_ctx.volatile:
+            super().visit_Add(node, frame)
+            return
+        left, right = self.temporary_identifier(), self.temporary_identifier()
+        self.write(f"({left} + {right} if (type({left} := ")
+        self.visit(node.left, frame)
+        self.write(f") is str) & (type({right} := ")
+        self.visit(node.right, frame)
+        self.write(
+            f") is str) and len({left}) + len({right}) < {_FREE_BYTES} "
+            f"else environment.call_binop(context, '+', {left}, {right}))"
+        )
+
+    def _output_child_pre(self, node: nodes.Expr, frame: Frame, finalize: Any) -> None:
+        # ``{{ text }}``: a str prints as itself (finalize and str() return it unchanged).
+        if frame.eval_ctx.volatile or frame.eval_ctx.autoescape or finalize.src != "environment.finalize(":
+            self._finalized.append("")
+            super()._output_child_pre(node, frame, finalize)
+            return
+        tmp = self.temporary_identifier()
+        self._finalized.append(tmp)
+        self.write(f"({tmp} if type({tmp} := ")
+
+    def _output_child_post(self, node: nodes.Expr, frame: Frame, finalize: Any) -> None:
+        tmp = self._finalized.pop()
+        if not tmp:
+            super()._output_child_post(node, frame, finalize)
+            return
+        self.write(f") is str else str(environment.finalize({tmp})))")
 
 
 class _CaptureBuffer(list[Any]):
@@ -354,6 +512,11 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
                     return obj(*args, **kwargs)
                 except StopIteration:
                     return self.undefined("value was undefined because a callable raised a StopIteration exception")
+        if obj is _TemplateNamespace:
+            # ``namespace(...)``: what jinja2's Context.call does for a class that takes no context.
+            kwargs.pop("_loop_vars", None)
+            kwargs.pop("_block_vars", None)
+            return _TemplateNamespace(*args, **kwargs)
         budget = current_budget()
         if budget is not None:
             budget.depth += 1
@@ -516,7 +679,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
 
     def _add_chain(self, operands: list[Any]) -> Any:
         """``a + b + c ...`` evaluated left to right, with one size check when every operand is a string."""
-        if all(type(x) is str for x in operands):
+        if _STR.issuperset(map(type, operands)):
             size = sum(map(len, operands))
             if size >= _FREE_BYTES:
                 self.check_size(size, "'+'")
@@ -544,10 +707,23 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
             per_item = len(indent) if isinstance(indent, str) else max(int(indent), 0)
         if separators is not None:
             per_item += sum(len(s) for s in separators if isinstance(s, str))
-        self.check_size(self.estimate(x, per_item=per_item), "tojson")
         if ensure_ascii is False and indent is None and separators is None and sort_keys is False:
-            result = _JSON_ENCODER.encode(x)  # what json.dumps builds for these arguments, built once
+            kind = type(x)
+            if kind is str:
+                self.check_size(len(x), "tojson")
+                result = _encode_str(x)
+            else:
+                # A tool schema's private copy never changes: its text is built once per process.
+                frozen = frozen_json(x) if kind is dict else None
+                if frozen is not None and frozen[1] is not None:
+                    result = frozen[1]
+                else:
+                    self.check_size(self.estimate(x), "tojson")
+                    result = _encode(x)
+                    if frozen is not None:
+                        frozen[1] = result
         else:
+            self.check_size(self.estimate(x, per_item=per_item), "tojson")
             result = json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
         if len(result) >= _FREE_BYTES:
             self.check_size(len(result), "tojson")
@@ -573,7 +749,17 @@ def _guard_loop(context: Context, iterable: Iterable[Any]) -> Iterable[Any]:
     budget = current_budget()
     if budget is None:
         return iterable
+    kind = type(iterable)
+    if (kind is list or kind is tuple or kind is dict or kind is str or kind is range) and len(iterable) <= _UPFRONT:  # type: ignore[arg-type]
+        # A short sized loop counts all its iterations when it starts (one left by ``{% break %}`` counts them
+        # all): no counting generator between the template and its list.
+        budget.reserve_iterations(len(iterable))  # type: ignore[arg-type]
+        return iterable
     return budget.guard_loop(iterable)
+
+
+# Loops up to this length are counted when they start; the wall clock is checked at least this often as well.
+_UPFRONT = 1024
 
 
 def _guarded_filters(sandbox: TemplateSandbox) -> dict[str, Callable[..., Any]]:

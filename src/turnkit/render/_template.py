@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import io
 import os
-import pickle
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +30,7 @@ from turnkit.render._inputs import (
     check_tokenize_args,
     input_size,
     plain_data,
+    plain_key,
     plain_messages,
     tool_schemas,
 )
@@ -446,27 +445,9 @@ def _memo_key(
             return None  # the render raises it again, with the same message
     if len(kwargs) > _MEMO_MAX_KWARGS:
         return None
-    buffer = io.BytesIO()
-    try:
-        _PlainPickler(buffer, 5).dump(
-            (name, conversation, tools, documents, add_generation_prompt, continue_final_message, kwargs)
-        )
-    except (_NotPlain, pickle.PicklingError, ValueError, TypeError, RecursionError):
-        return None
-    if buffer.tell() > _MEMO_MAX_KEY:
-        return None
-    return buffer.getvalue()
-
-
-class _NotPlain(Exception):
-    pass
-
-
-class _PlainPickler(pickle.Pickler):
-    """A pickler for exact built-in data only: the C pickler handles those itself, anything else lands here."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        raise _NotPlain
+    return plain_key(
+        (name, conversation, tools, documents, add_generation_prompt, continue_final_message, kwargs), _MEMO_MAX_KEY
+    )
 
 
 _MEMO_MAX_KWARGS = 64
