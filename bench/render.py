@@ -6,13 +6,19 @@ A 6-message tool-calling conversation with two tools goes through a ChatML/Herme
 bundled demo template), with the tools given as JSON schemas and as Python functions. Prints the median
 microseconds per call and the speed-up; asserts both libraries give identical text.
 
-Calling ``render`` again with an unchanged input is answered from the render memo (a warm call: the bench's own
-loop); the "cold" column renders the same input with the memo off, which is what a conversation turnkit has not
-rendered before costs.
+Three turnkit figures per case, each against transformers in the same run:
+
+- *warm*: ``render`` again with an unchanged input, answered from the render memo (the bench's own loop);
+- *cold*: the same input with the memo off, what a conversation turnkit has not rendered before costs (the
+  tools are the same on every call, as in serving: their schemas and JSON text come from the per-tool-set cache);
+- *grown*: the memo on, every call the conversation plus one new user message never rendered before (a serving
+  loop: an unchanged prefix, a new turn). turnkit reuses nothing of the prefix, so this is a cold render of a
+  7-message conversation, plus the memo's miss.
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import sys
 import time
@@ -34,6 +40,7 @@ SPECIAL_TOKENS = {"bos_token": "<s>", "eos_token": "<|im_end|>", "unk_token": "<
 
 
 PYTHON_TOOLS = [get_current_temperature, get_current_wind_speed]
+CITIES = ["Paris", "Lyon", "Nice", "Lille"]
 
 CONVERSATION: list[dict[str, Any]] = [
     {"role": "system", "content": "You are a weather bot. Answer in the unit used at the location."},
@@ -107,8 +114,15 @@ def main() -> int:
     cold = ChatTemplate(template, special_tokens=SPECIAL_TOKENS)
     cold._memos["default"] = None  # every call renders (what a new conversation costs)
 
+    grown_template = ChatTemplate(template, special_tokens=SPECIAL_TOKENS)
+    # more distinct conversations than the memo keeps (256), cycled: every call is a miss
+    grown = [
+        [*CONVERSATION, {"role": "user", "content": f"And in {city} #{n}?"}] for n, city in enumerate(CITIES * 128)
+    ]
     rows = []
     for label, tools in (("JSON-schema tools", json_tools), ("Python-function tools", PYTHON_TOOLS)):
+        # one sequence each, so that turnkit's calls never come back to a conversation it still remembers
+        hf_turns, tk_turns = itertools.cycle(grown), itertools.cycle(grown)
 
         def hf(tools: Any = tools) -> str:
             return str(
@@ -121,6 +135,14 @@ def main() -> int:
         def tk_cold(tools: Any = tools) -> str:
             return cold.render(CONVERSATION, tools=tools, add_generation_prompt=True)
 
+        def hf_grown(tools: Any = tools, turns: Any = hf_turns) -> str:
+            return str(
+                tokenizer.apply_chat_template(next(turns), tools=tools, add_generation_prompt=True, tokenize=False)
+            )
+
+        def tk_grown(tools: Any = tools, turns: Any = tk_turns) -> str:
+            return grown_template.render(next(turns), tools=tools, add_generation_prompt=True)
+
         def tk_fn(tools: Any = tools) -> str:
             return apply_chat_template(
                 CONVERSATION, template, tools=tools, add_generation_prompt=True, **SPECIAL_TOKENS
@@ -130,21 +152,25 @@ def main() -> int:
         assert tk() == expected, "turnkit ChatTemplate.render differs from transformers"
         assert tk_fn() == expected, "turnkit apply_chat_template differs from transformers"
         assert tk_cold() == expected, "turnkit ChatTemplate.render (cold) differs from transformers"
-        t_hf, t_tk, t_fn, t_cold = interleaved_us([hf, tk, tk_fn, tk_cold])
-        rows.append((label, t_hf, t_tk, t_fn, t_cold))
+        for chat in grown[:8]:
+            assert grown_template.render(chat, tools=tools, add_generation_prompt=True) == str(
+                tokenizer.apply_chat_template(chat, tools=tools, add_generation_prompt=True, tokenize=False)
+            ), "turnkit ChatTemplate.render (grown) differs from transformers"
+        t_hf, t_tk, t_fn, t_cold, t_hf_grown, t_grown = interleaved_us([hf, tk, tk_fn, tk_cold, hf_grown, tk_grown])
+        rows.append((label, t_hf, t_tk, t_fn, t_cold, t_hf_grown, t_grown))
 
     print(
-        f"{'case':<24}{'transformers µs':>17}{'ChatTemplate µs':>17}{'apply_chat_template µs':>24}{'speed-up':>10}"
-        f"{'cold µs':>10}{'cold speed-up':>15}"
+        f"{'case':<24}{'transformers µs':>17}{'warm µs':>9}{'apply_chat_template µs':>24}{'warm x':>8}"
+        f"{'cold µs':>9}{'cold x':>8}{'grown: transformers µs':>24}{'turnkit µs':>12}{'grown x':>9}"
     )
-    for label, t_hf, t_tk, t_fn, t_cold in rows:
+    for label, t_hf, t_tk, t_fn, t_cold, t_hf_grown, t_grown in rows:
         print(
-            f"{label:<24}{t_hf:>17.1f}{t_tk:>17.1f}{t_fn:>24.1f}{t_hf / t_tk:>9.2f}x"
-            f"{t_cold:>10.1f}{t_hf / t_cold:>14.2f}x"
+            f"{label:<24}{t_hf:>17.1f}{t_tk:>9.1f}{t_fn:>24.1f}{t_hf / t_tk:>7.2f}x"
+            f"{t_cold:>9.1f}{t_hf / t_cold:>7.2f}x{t_hf_grown:>24.1f}{t_grown:>12.1f}{t_hf_grown / t_grown:>8.2f}x"
         )
     print("(CPU µs per call, median of 31 interleaved batches; identical output asserted;")
-    print(" speed-up = transformers / ChatTemplate.render, warm: the unchanged input hits the render memo;")
-    print(" cold = the same render with the memo off, as for a conversation never rendered before)")
+    print(" warm = ChatTemplate.render of an unchanged input (a render-memo hit); cold = the same render with the")
+    print(" memo off; grown = the conversation plus a new user message never rendered before, memo on)")
     return 0
 
 

@@ -37,6 +37,16 @@ from markupsafe import Markup
 from turnkit.errors import TemplateLimitError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.render._budget import RenderBudget, current_budget, estimate_str_size
+from turnkit.render._fragments import (
+    Fragment,
+    FragmentMemo,
+    LoopKeys,
+    as_fragment,
+    fragment_loops,
+    key_pickler,
+    macro_names,
+    wrap_loop,
+)
 from turnkit.render._inputs import frozen_json
 from turnkit.render._spans import TRACKER
 
@@ -171,7 +181,59 @@ class _GuardedCodeGenerator(CodeGenerator):
     def visit_Template(self, node: nodes.Template, frame: Frame | None = None) -> None:
         _GuardRewriter().visit(node)
         self._finalized: list[str] = []
+        memos = []
+        if getattr(self.environment, "fragments", False):
+            also_read = macro_names(node)
+            for number, loop in enumerate(fragment_loops(node)):
+                memos.append(f"tk_fragments_{number}")
+                wrap_loop(loop, memos[-1], self.temporary_identifier(), also_read)
         super().visit_Template(node, frame)
+        for memo in memos:
+            self.writeline(f"{memo} = environment.fragment_memo()")
+
+    def visit_For(self, node: nodes.For, frame: Frame) -> None:
+        fragment = as_fragment(node.body[0]) if len(node.body) == 1 else None
+        if fragment is not None:
+            self.writeline(f"{fragment.state} = None")
+        super().visit_For(node, frame)
+
+    def visit_ScopedEvalContextModifier(self, node: nodes.ScopedEvalContextModifier, frame: Frame) -> None:
+        fragment = as_fragment(node)
+        if fragment is None:
+            super().visit_ScopedEvalContextModifier(node, frame)
+        else:
+            self._fragment(fragment, frame)
+
+    def _fragment(self, node: Fragment, frame: Frame) -> None:
+        """One iteration: the remembered text for its key, or the body rendered into a buffer and kept."""
+        key, hit, mark, buffer = (self.temporary_identifier() for _ in range(4))
+        self.writeline(f"if {node.state} is None:")
+        self.indent()
+        self.writeline(f"{node.state} = environment.fragment_scope(")
+        self.visit(node.scope, frame)
+        self.write(")")
+        self.outdent()
+        self.writeline(f"{key} = {node.state}.key(")
+        self.visit(node.parts, frame)
+        self.write(")")
+        self.writeline(f"{hit} = {node.memo}.entries.get({key}) if {key} is not None else None")
+        self.writeline(f"if {hit} is None:")
+        self.indent()
+        self.writeline(f"{mark} = environment.fragment_mark()")
+        self.writeline(f"{buffer} = environment.capture_buffer(charge=False)")
+        saved, frame.buffer = frame.buffer, buffer
+        self.blockvisit(node.body, frame)
+        frame.buffer = saved
+        self.writeline(f"{hit} = environment.fragment_store({node.memo}, {key}, {buffer}, {mark})")
+        self.outdent()
+        self.writeline(f"elif {hit}[1] or {hit}[2]:")
+        self.indent()
+        self.writeline(f"environment.fragment_replay({hit})")
+        self.outdent()
+        if frame.buffer is None:
+            self.writeline(f"yield {hit}[0]")
+        else:
+            self.writeline(f"{frame.buffer}.append({hit}[0])")
 
     def buffer(self, frame: Frame) -> None:
         frame.buffer = self.temporary_identifier()
@@ -298,14 +360,19 @@ class _GuardedCodeGenerator(CodeGenerator):
 
 
 class _CaptureBuffer(list[Any]):
-    """The list a macro, ``{% set %}`` block or call block renders into; its size counts against the budget."""
+    """The list a macro, ``{% set %}`` block or call block renders into; its size counts against the budget.
 
-    __slots__ = ("_sandbox", "_chars")
+    ``charge=False`` for a remembered loop iteration's output, on its way to the prompt: sized like the prompt,
+    but not charged as memory the template keeps.
+    """
 
-    def __init__(self, sandbox: TemplateSandbox) -> None:
+    __slots__ = ("_sandbox", "_chars", "_charge")
+
+    def __init__(self, sandbox: TemplateSandbox, *, charge: bool = True) -> None:
         super().__init__()
         self._sandbox = sandbox
         self._chars = 0
+        self._charge = charge
 
     def _count(self, text: Any) -> None:
         if type(text) is str:
@@ -316,7 +383,8 @@ class _CaptureBuffer(list[Any]):
                     "(Limits.max_output_chars)",
                     code="template_output",
                 )
-            self._sandbox.charge(_nbytes(text))
+            if self._charge:
+                self._sandbox.charge(_nbytes(text))
 
     def append(self, item: Any) -> None:
         self._count(item)
@@ -390,7 +458,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset(_BINOPS)
     code_generator_class = _GuardedCodeGenerator
 
-    def __init__(self, limits: Limits | None = None) -> None:
+    def __init__(self, limits: Limits | None = None, *, fragments: bool = False) -> None:
         super().__init__(
             trim_blocks=True,
             lstrip_blocks=True,
@@ -410,6 +478,9 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         self.globals["namespace"] = _TemplateNamespace
         self.globals["range"] = self._range
         self.globals["lipsum"] = self._lipsum
+        # compile top-level loops to remember their iterations (prefix reuse, see _fragments)
+        self.fragments = fragments
+        self._key_pickler = key_pickler({id(value): (name, value) for name, value in self.globals.items()})
 
     # -- budget helpers -------------------------------------------------------------------------------------
 
@@ -451,8 +522,42 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         extra = 2 * budget.input_size() if budget is not None else 0
         return self.limits.max_output_chars + extra
 
-    def capture_buffer(self) -> _CaptureBuffer:
-        return _CaptureBuffer(self)
+    def capture_buffer(self, *, charge: bool = True) -> _CaptureBuffer:
+        return _CaptureBuffer(self, charge=charge)
+
+    # -- remembered loop iterations (see _fragments) ------------------------------------------------------------
+
+    def fragment_memo(self) -> FragmentMemo:
+        return FragmentMemo()
+
+    def fragment_scope(self, values: tuple[Any, ...]) -> LoopKeys:
+        budget = current_budget()
+        return LoopKeys(values, self._key_pickler, budget.trusted if budget is not None else frozenset())
+
+    def fragment_mark(self) -> tuple[int, int]:
+        budget = current_budget()
+        return (budget.loops, budget.allocated) if budget is not None else (0, 0)
+
+    def fragment_store(
+        self, memo: FragmentMemo, key: bytes | None, buffer: list[str], mark: tuple[int, int]
+    ) -> tuple[str, int, int]:
+        """The iteration's text and budget use, kept unless it needed the input-size allowance of a limit."""
+        budget = current_budget()
+        if budget is None:
+            return "".join(buffer), 0, 0
+        entry = ("".join(buffer), budget.loops - mark[0], budget.allocated - mark[1])
+        if key is not None and not budget.input_measured:
+            memo.put(key, entry)
+        return entry
+
+    def fragment_replay(self, entry: tuple[str, int, int]) -> None:
+        """Charge a remembered iteration's loop iterations and bytes to this render, as running it would."""
+        budget = current_budget()
+        if budget is not None:
+            if entry[1]:
+                budget.reserve_iterations(entry[1])
+            if entry[2]:
+                budget.allocate(entry[2])
 
     def new_budget(
         self, *, input_bytes: Callable[[], int] | None = None, trusted: set[int] | None = None
@@ -958,14 +1063,14 @@ def _sized(sandbox: TemplateSandbox, original: Callable[..., Any]) -> Callable[.
     return update_wrapper(plain, original)
 
 
-_SANDBOXES: dict[Limits, TemplateSandbox] = {}
+_SANDBOXES: dict[tuple[Limits, bool], TemplateSandbox] = {}
 
 
-def sandbox_for(limits: Limits) -> TemplateSandbox:
-    """The (shared) sandbox for a set of limits: compiled templates are cached per environment."""
-    sandbox = _SANDBOXES.get(limits)
+def sandbox_for(limits: Limits, *, fragments: bool = False) -> TemplateSandbox:
+    """The (shared) sandbox for a set of limits (and prefix reuse on or off)."""
+    sandbox = _SANDBOXES.get((limits, fragments))
     if sandbox is None:
         if len(_SANDBOXES) >= 32:  # many distinct Limits: keep the cache bounded
             _SANDBOXES.pop(next(iter(_SANDBOXES)))
-        sandbox = _SANDBOXES.setdefault(limits, TemplateSandbox(limits))
+        sandbox = _SANDBOXES.setdefault((limits, fragments), TemplateSandbox(limits, fragments=fragments))
     return sandbox

@@ -82,14 +82,16 @@ class ChatTemplate:
         special_tokens: Mapping[str, Any] | None = None,
         limits: Limits | None = None,
         tokenizer: Any = None,
+        prefix_cache: bool = False,
     ) -> None:
         expect(source, (str, Mapping), name="source", func="ChatTemplate", accepts="str or a mapping of names to str")
+        expect(prefix_cache, bool, name="prefix_cache", func="ChatTemplate")
         expect_mapping(special_tokens, name="special_tokens", func="ChatTemplate", none=True)
         expect(limits, Limits, name="limits", func="ChatTemplate", none=True)
         self.limits = limits or DEFAULT_LIMITS
         # a tokenizer.json path, model folder, tokenizers.Tokenizer or ChatTokenizer; loaded on first tokenize=True
         self._tokenizer: Any = tokenizer
-        self._sandbox: TemplateSandbox = sandbox_for(self.limits)
+        self._sandbox: TemplateSandbox = sandbox_for(self.limits, fragments=prefix_cache)
         self._special: dict[str, Any] = dict(special_tokens or {})
         self._plain_special: dict[str, Any] = _plain(self._special)
         self._compiled: dict[str, jinja2.Template | TemplateError] = {}
