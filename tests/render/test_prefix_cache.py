@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from tests.corpora import CORPORA, corpus_path
 from tests.render.conversations import cases, function_tool_cases
 from tests.render.reference import SPECIAL_TOKENS
+from tests.render.test_differential import _template_files
 from tests.render.test_differential_properties import CONVERSATION, OPTIONS, TEMPLATES
 from turnkit import ChatTemplate, Limits, TemplateError, TemplateLimitError
 from turnkit.limits import DEFAULT_LIMITS
@@ -59,14 +60,6 @@ def _fragment_memos(template: ChatTemplate) -> list[Any]:
         return []
     module = compiled.root_render_func.__globals__
     return [value for name, value in module.items() if name.startswith("tk_fragments_")]
-
-
-def _template_files() -> list[Any]:
-    root = CORPORA / "templates"
-    files = sorted(root.rglob("*.jinja")) if root.is_dir() else []
-    if not files:
-        return [pytest.param(None, id="missing:templates")]
-    return [pytest.param(path, id=str(path.relative_to(root))) for path in files]
 
 
 @pytest.mark.corpus

@@ -20,9 +20,7 @@ of a limit, or failed, is not kept.
 
 from __future__ import annotations
 
-import io
 import pickle
-import threading
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -32,12 +30,16 @@ import jinja2.nodes as nodes
 from jinja2.runtime import Macro, Undefined
 from jinja2.utils import Namespace
 
+from turnkit.render._inputs import PlainPickler, plain_key
+from turnkit.render._memo import FifoMemo
+
 __all__ = [
     "Fragment",
-    "FragmentMemo",
+    "FragmentEntry",
     "LoopKeys",
     "as_fragment",
     "fragment_loops",
+    "fragment_memo",
     "key_pickler",
     "macro_names",
     "wrap_loop",
@@ -227,7 +229,7 @@ def _global(name: str) -> None:  # pragma: no cover - never called: names a temp
     pass
 
 
-class _KeyPickler(pickle.Pickler):
+class _KeyPickler(PlainPickler):
     """Exact built-in data, plus namespaces (by content), undefined values and the sandbox's own globals
     (``globals_by_id``, set per sandbox on a subclass: see :func:`key_pickler`)."""
 
@@ -246,7 +248,7 @@ class _KeyPickler(pickle.Pickler):
         known = self.globals_by_id.get(id(obj))
         if known is not None and known[1] is obj:
             return _global, (known[0],)
-        raise _Unkeyable
+        return super().reducer_override(obj)
 
 
 def key_pickler(globals_by_id: dict[int, tuple[str, Any]]) -> type[_KeyPickler]:
@@ -254,23 +256,12 @@ def key_pickler(globals_by_id: dict[int, tuple[str, Any]]) -> type[_KeyPickler]:
     return type("KeyPickler", (_KeyPickler,), {"globals_by_id": globals_by_id})
 
 
-class _Unkeyable(Exception):
-    pass
-
-
 _MAX_KEY = 1 << 20
 _SCALARS = frozenset({int, bool, float, str, type(None)})
 
 
 def _pickle(value: Any, pickler: type[_KeyPickler]) -> bytes | None:
-    buffer = io.BytesIO()
-    try:
-        pickler(buffer, 5).dump(value)
-    except (_Unkeyable, pickle.PicklingError, ValueError, TypeError, RecursionError):
-        return None
-    if buffer.tell() > _MAX_KEY:
-        return None
-    return buffer.getvalue()
+    return plain_key(value, _MAX_KEY, pickler)
 
 
 class LoopKeys:
@@ -314,28 +305,10 @@ _MEMO_ENTRIES = 4096
 _MEMO_BYTES = 16 << 20
 _MAX_TEXT = 1 << 20
 
+FragmentEntry = tuple[str, int, int]
+"""A remembered iteration: its text, the loop iterations and the bytes it charged to the budget."""
 
-class FragmentMemo:
-    """One loop's remembered iterations: key -> (text, loop iterations, bytes allocated). FIFO, bounded."""
 
-    __slots__ = ("entries", "_bytes", "_lock")
-
-    def __init__(self) -> None:
-        self.entries: dict[bytes, tuple[str, int, int]] = {}
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def put(self, key: bytes, entry: tuple[str, int, int]) -> None:
-        text = entry[0]
-        if len(text) > _MAX_TEXT:
-            return
-        size = len(key) + 4 * len(text)
-        with self._lock:
-            if key in self.entries:
-                return
-            while self.entries and (len(self.entries) >= _MEMO_ENTRIES or self._bytes + size > _MEMO_BYTES):
-                old_key = next(iter(self.entries))
-                old = self.entries.pop(old_key)
-                self._bytes -= len(old_key) + 4 * len(old[0])
-            self.entries[key] = entry
-            self._bytes += size
+def fragment_memo() -> FifoMemo[FragmentEntry]:
+    """One loop's remembered iterations (FIFO, bounded)."""
+    return FifoMemo(max_entries=_MEMO_ENTRIES, max_bytes=_MEMO_BYTES, max_text=_MAX_TEXT)

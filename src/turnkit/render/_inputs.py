@@ -26,6 +26,7 @@ __all__ = [
     "alias_reasoning_fields",
     "frozen_json",
     "input_size",
+    "PlainPickler",
     "plain_data",
     "plain_key",
     "plain_messages",
@@ -218,23 +219,25 @@ class _NotPlain(Exception):
     pass
 
 
-class _PlainPickler(pickle.Pickler):
-    """A pickler for exact built-in data only: the C pickler handles those itself, anything else lands here."""
+class PlainPickler(pickle.Pickler):
+    """A pickler for exact built-in data only: the C pickler handles those itself, anything else lands here
+    (a subclass may key more types: return a reduction for them, defer to this method for the rest)."""
 
     def reducer_override(self, obj: Any) -> Any:
         raise _NotPlain
 
 
-def plain_key(value: Any, max_bytes: int) -> bytes | None:
+def plain_key(value: Any, max_bytes: int, pickler: type[PlainPickler] | None = None) -> bytes | None:
     """The exact content of ``value`` as bytes, or None when some of it is not exact built-in data (or too big).
 
-    Pickled by :class:`_PlainPickler`, which takes only exact built-in types (a str subclass, a Mapping, a
-    dataclass, a function make it refuse), keeps dict order, float bits and ``True`` vs ``1``, and writes a
-    back-reference for an object met twice: equal bytes mean values of the same types, content, order and sharing.
+    Pickled by :class:`PlainPickler` (or ``pickler``, a subclass), which takes only exact built-in types (a str
+    subclass, a Mapping, a dataclass, a function make it refuse), keeps dict order, float bits and ``True`` vs
+    ``1``, and writes a back-reference for an object met twice: equal bytes mean values of the same types,
+    content, order and sharing.
     """
     buffer = io.BytesIO()
     try:
-        _PlainPickler(buffer, 5).dump(value)
+        (pickler or PlainPickler)(buffer, 5).dump(value)
     except (_NotPlain, pickle.PicklingError, ValueError, TypeError, RecursionError):
         return None
     if buffer.tell() > max_bytes:

@@ -39,15 +39,17 @@ from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.render._budget import RenderBudget, current_budget, estimate_str_size
 from turnkit.render._fragments import (
     Fragment,
-    FragmentMemo,
+    FragmentEntry,
     LoopKeys,
     as_fragment,
     fragment_loops,
+    fragment_memo,
     key_pickler,
     macro_names,
     wrap_loop,
 )
 from turnkit.render._inputs import frozen_json
+from turnkit.render._memo import FifoMemo
 from turnkit.render._spans import TRACKER
 
 __all__ = ["TemplateSandbox", "sandbox_for"]
@@ -527,8 +529,8 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
 
     # -- remembered loop iterations (see _fragments) ------------------------------------------------------------
 
-    def fragment_memo(self) -> FragmentMemo:
-        return FragmentMemo()
+    def fragment_memo(self) -> FifoMemo[FragmentEntry]:
+        return fragment_memo()
 
     def fragment_scope(self, values: tuple[Any, ...]) -> LoopKeys:
         budget = current_budget()
@@ -539,7 +541,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         return (budget.loops, budget.allocated) if budget is not None else (0, 0)
 
     def fragment_store(
-        self, memo: FragmentMemo, key: bytes | None, buffer: list[str], mark: tuple[int, int]
+        self, memo: FifoMemo[FragmentEntry], key: bytes | None, buffer: list[str], mark: tuple[int, int]
     ) -> tuple[str, int, int]:
         """The iteration's text and budget use, kept unless it needed the input-size allowance of a limit."""
         budget = current_budget()
@@ -547,7 +549,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
             return "".join(buffer), 0, 0
         entry = ("".join(buffer), budget.loops - mark[0], budget.allocated - mark[1])
         if key is not None and not budget.input_measured:
-            memo.put(key, entry)
+            memo.put(key, entry, entry[0])
         return entry
 
     def fragment_replay(self, entry: tuple[str, int, int]) -> None:
