@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import io
+import itertools
 import pickle
 import sys
 from collections.abc import Mapping
@@ -31,6 +32,7 @@ __all__ = [
     "plain_key",
     "plain_messages",
     "tool_schemas",
+    "tools_key",
 ]
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -247,21 +249,37 @@ def plain_key(value: Any, max_bytes: int, pickler: type[PlainPickler] | None = N
 
 # Private plain copies of tool schemas that every render with those tools is handed: templates cannot mutate
 # them and no caller ever sees them, so what is computed from one stays true. id -> [the object, its
-# ``tojson`` text once printed]; the entry keeps the object alive, so the id cannot be reused meanwhile.
+# ``tojson`` text once printed, a serial number never given twice]; the entry keeps the object alive, so the
+# id cannot be reused meanwhile.
 _FROZEN: dict[int, list[Any]] = {}
 _FROZEN_MAX = 4096
+_SERIALS = itertools.count()
 
 
 def _freeze(value: Any) -> None:
     if len(_FROZEN) >= _FROZEN_MAX:
-        _FROZEN.clear()  # only a cost: cleared objects print through the encoder again
-    _FROZEN[id(value)] = [value, None]
+        _FROZEN.clear()  # only a cost: cleared objects print through the encoder again, and key by content
+    _FROZEN[id(value)] = [value, None, next(_SERIALS)]
 
 
 def frozen_json(value: Any) -> list[Any] | None:
-    """The ``[value, JSON text or None]`` slot of a private tool schema, or None for any other object."""
+    """The ``[value, JSON text or None, serial]`` slot of a private tool schema, or None for any other object."""
     entry = _FROZEN.get(id(value))
     return entry if entry is not None and entry[0] is value else None
+
+
+def tools_key(schemas: list[Any] | None) -> Any:
+    """What identifies ``schemas`` (from :func:`tool_schemas`) in a render memo key: the serial numbers of their
+    private copies (equal serials, equal content: the copies never change), else the schemas themselves."""
+    if schemas is None:
+        return None
+    serials = []
+    for schema in schemas:
+        entry = frozen_json(schema)
+        if entry is None:
+            return schemas
+        serials.append(entry[2])
+    return ("frozen tools", *serials)
 
 
 # pickled list of JSON-schema dicts -> (the private copy, ids of its containers); FIFO, bounded.

@@ -32,6 +32,7 @@ from turnkit.render._inputs import (
     plain_key,
     plain_messages,
     tool_schemas,
+    tools_key,
 )
 from turnkit.render._memo import FifoMemo
 from turnkit.render._sandbox import TemplateSandbox, sandbox_for
@@ -320,15 +321,17 @@ class ChatTemplate:
         memo = self._memos.get(name, _UNKNOWN)
         if memo is _UNKNOWN:
             memo = self._memos[name] = _render_memo() if _deterministic(source) else None
+        trusted: set[int] = set()
+        schemas = tool_schemas(tools, trusted)
         key = None
         if memo is not None and not batched and TRACKER.get() is None:
-            key = _memo_key(name, conversation, tools, documents, add_generation_prompt, continue_final_message, kwargs)
+            key = _memo_key(
+                name, conversation, tools_key(schemas), documents, add_generation_prompt, continue_final_message, kwargs
+            )
             if key is not None:
                 hit = memo.get(key)
                 if hit is not None:
                     return hit
-        trusted: set[int] = set()
-        schemas = tool_schemas(tools, trusted)
         if documents is not None:
             for document in documents:
                 if not isinstance(document, dict):
@@ -438,13 +441,8 @@ def _memo_key(
     Pickled by ``PlainPickler``, which takes only exact built-in types (a str subclass, a Mapping, a
     dataclass, a function make it refuse), keeps dict order and float bits, and writes a back-reference for an
     object met twice: equal bytes mean inputs of the same types, values, order and sharing, so the template sees
-    the same data. Python-function tools are keyed by their cached schema (invalidated when the function changes).
+    the same data. ``tools`` is what :func:`tools_key` gives for the render's tool schemas.
     """
-    if tools is not None and not (type(tools) is list and all(type(tool) is dict for tool in tools)):
-        try:
-            tools = tool_schemas(tools)
-        except TemplateError:
-            return None  # the render raises it again, with the same message
     if len(kwargs) > _MEMO_MAX_KWARGS:
         return None
     return plain_key(
