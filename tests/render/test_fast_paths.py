@@ -122,3 +122,24 @@ def test_function_tool_text_follows_the_function() -> None:
     assert first.startswith(__import__("json").dumps(get_json_schema(probe), ensure_ascii=False))
     probe.__doc__ = probe.__doc__.replace("Look up", "Find")  # type: ignore[union-attr]
     assert "Find a city" in template.render(CHAT, tools=[probe])
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [
+        "t | tojson",
+        "t | tojson(indent=4)",
+        "t | tojson(indent='  ', sort_keys=true)",
+        "t | tojson(separators=[',', ':'])",
+        "t | tojson(ensure_ascii=true)",
+    ],
+)
+def test_tool_json_with_any_arguments_matches_transformers(printed: str) -> None:
+    tools = [{"type": "function", "function": {"name": "météo", "parameters": {"b": 1, "a": [1.5, None]}}}]
+    source = f"{{% for t in tools %}}{{{{ {printed} }}}}|{{{{ t | tojson }}}}\n{{% endfor %}}"
+    template = ChatTemplate(source)
+    template._memos["default"] = None
+    expected = reference_render(copy.deepcopy(CHAT), source, tools=tools)
+    assert expected[0] == "ok"
+    assert template.render(CHAT, tools=tools) == expected[1]
+    assert template.render(CHAT, tools=tools) == expected[1]  # the second time from the tool set's JSON cache

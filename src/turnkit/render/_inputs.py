@@ -249,8 +249,8 @@ def plain_key(value: Any, max_bytes: int, pickler: type[PlainPickler] | None = N
 
 # Private plain copies of tool schemas that every render with those tools is handed: templates cannot mutate
 # them and no caller ever sees them, so what is computed from one stays true. id -> [the object, its
-# ``tojson`` text once printed, a serial number never given twice]; the entry keeps the object alive, so the
-# id cannot be reused meanwhile.
+# ``tojson`` texts once printed (by arguments: (text, size estimate)), a serial number never given twice]; the
+# entry keeps the object alive, so the id cannot be reused meanwhile.
 _FROZEN: dict[int, list[Any]] = {}
 _FROZEN_MAX = 4096
 _SERIALS = itertools.count()
@@ -259,11 +259,11 @@ _SERIALS = itertools.count()
 def _freeze(value: Any) -> None:
     if len(_FROZEN) >= _FROZEN_MAX:
         _FROZEN.clear()  # only a cost: cleared objects print through the encoder again, and key by content
-    _FROZEN[id(value)] = [value, None, next(_SERIALS)]
+    _FROZEN[id(value)] = [value, {}, next(_SERIALS)]
 
 
 def frozen_json(value: Any) -> list[Any] | None:
-    """The ``[value, JSON text or None, serial]`` slot of a private tool schema, or None for any other object."""
+    """The ``[value, JSON texts, serial]`` slot of a private tool schema, or None for any other object."""
     entry = _FROZEN.get(id(value))
     return entry if entry is not None and entry[0] is value else None
 

@@ -809,29 +809,38 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         separators: tuple[str, str] | None = None,
         sort_keys: bool = False,
     ) -> str:
-        per_item = 0
-        if indent is not None:
-            per_item = len(indent) if isinstance(indent, str) else max(int(indent), 0)
-        if separators is not None:
-            per_item += sum(len(s) for s in separators if isinstance(s, str))
-        if ensure_ascii is False and indent is None and separators is None and sort_keys is False:
-            kind = type(x)
-            if kind is str:
-                self.check_size(len(x), "tojson")
-                result = _encode_str(x)
-            else:
-                # A tool schema's private copy never changes: its text is built once per process.
-                frozen = frozen_json(x) if kind is dict else None
-                if frozen is not None and frozen[1] is not None:
-                    result = frozen[1]
-                else:
-                    self.check_size(self.estimate(x), "tojson")
-                    result = _encode(x)
-                    if frozen is not None:
-                        frozen[1] = result
+        defaults = ensure_ascii is False and indent is None and separators is None and sort_keys is False
+        if defaults and type(x) is str:
+            self.check_size(len(x), "tojson")
+            result = _encode_str(x)
         else:
-            self.check_size(self.estimate(x, per_item=per_item), "tojson")
-            result = json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+            # A tool schema's private copy never changes: its text (and size estimate) per set of arguments is
+            # built once per process.
+            frozen = frozen_json(x) if type(x) is dict else None
+            args = (ensure_ascii, indent, separators, sort_keys)
+            try:
+                known = frozen[1].get(args) if frozen is not None else None
+            except TypeError:  # unhashable arguments (separators given as a list)
+                frozen = known = None
+            if known is not None:
+                self.check_size(known[1], "tojson")
+                result = known[0]
+            else:
+                per_item = 0
+                if indent is not None:
+                    per_item = len(indent) if isinstance(indent, str) else max(int(indent), 0)
+                if separators is not None:
+                    per_item += sum(len(s) for s in separators if isinstance(s, str))
+                estimate = self.estimate(x, per_item=per_item)
+                self.check_size(estimate, "tojson")
+                if defaults:
+                    result = _encode(x)
+                else:
+                    result = json.dumps(
+                        x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+                    )
+                if frozen is not None:
+                    frozen[1][args] = (result, estimate)
         if len(result) >= _FREE_BYTES:
             self.check_size(len(result), "tojson")
             self.charge(_nbytes(result))
