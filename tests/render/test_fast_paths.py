@@ -143,3 +143,22 @@ def test_tool_json_with_any_arguments_matches_transformers(printed: str) -> None
     assert expected[0] == "ok"
     assert template.render(CHAT, tools=tools) == expected[1]
     assert template.render(CHAT, tools=tools) == expected[1]  # the second time from the tool set's JSON cache
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{% macro f(m, sep='-') %}{{ m.role }}{{ sep }}{{ caller() if caller is defined }}{% endmacro %}"
+        "{% for m in messages %}{{ f(m) }}{{ f(m, sep='+') }}{% call f(m) %}[{{ m.content[:3] }}]{% endcall %}"
+        "{% endfor %}",
+        "{% macro f(n) %}{{ n }}{% if n > 0 %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(5) }}",
+        "{% macro f() %}{{ varargs }}{{ kwargs }}{% endmacro %}{{ f(1, 2, a=3) }}",
+        "{% macro f(a) %}{{ a }}{% endmacro %}{{ f(1, 2) }}",
+    ],
+)
+def test_macro_calls_match_transformers(source: str) -> None:
+    ours = _ours(source, CHAT)
+    theirs = reference_render(copy.deepcopy(CHAT), source)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "ok":
+        assert ours[1] == theirs[1]

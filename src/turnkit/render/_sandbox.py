@@ -635,6 +635,14 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
                 )
             budget.tick()
         try:
+            if type(obj) is Macro:
+                # the template's own macro: always safe, takes no context; what Context.call does for it
+                kwargs.pop("_loop_vars", None)
+                kwargs.pop("_block_vars", None)
+                try:
+                    return obj(*args, **kwargs)
+                except StopIteration:
+                    return self.undefined("value was undefined because a callable raised a StopIteration exception")
             if not self.is_safe_callable(obj):
                 raise jinja2.exceptions.SecurityError(f"{obj!r} is not safely callable")
             return context.call(obj, *args, **kwargs)
