@@ -54,6 +54,7 @@ def _trust(container: Any, trusted: set[int]) -> None:
 # Names a message's reasoning is passed under; the first is the one most templates read.
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 _REASONING_KEYS = frozenset(REASONING_FIELDS)
+_DICT = frozenset({dict})
 
 
 def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) -> list[Any]:
@@ -171,7 +172,7 @@ def plain_data(value: Any, trusted: set[int] | None = None) -> Any:
 
 def alias_reasoning_fields(chat: list[Any]) -> list[Any]:
     """Copy a message's reasoning to ``reasoning_content`` and ``thinking`` (gpt-oss templates read the latter)."""
-    if all(type(m) is dict and _REASONING_KEYS.isdisjoint(m) for m in chat):
+    if _DICT.issuperset(map(type, chat)) and all(map(_REASONING_KEYS.isdisjoint, chat)):
         return chat  # nothing to alias (the usual case): keep the list as it is
     aliased = []
     for message in chat:
