@@ -260,7 +260,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         # ``message['role']`` on a dict that has the key, ``messages[0]`` on a list that has the index.
         try:
             key = node.arg.as_const(frame.eval_ctx)
-        except nodes.Impossible:
+        except Exception:  # noqa: BLE001 - nodes.Impossible, or a constant that fails to fold: not a constant key
             key = None
         tmp = self.temporary_identifier()
         if type(key) is str and key not in _DICT_ATTRIBUTES:

@@ -51,7 +51,9 @@ class ChatTemplate:
 
     ``source`` is the template text, or a mapping of template names to texts (as a model folder with several
     templates has). ``special_tokens`` (``bos_token``, ``eos_token``...) are passed to every render, as a
-    tokenizer passes its special tokens; keyword arguments of :meth:`render` override them.
+    tokenizer passes its special tokens; keyword arguments of :meth:`render` override them. ``prefix_cache=True``
+    remembers each iteration of the template's top-level loops, so a conversation that grew by a turn reruns
+    only its new messages (worth it for templates with heavy per-message code; see docs/render.md).
 
     Example::
 
