@@ -162,3 +162,18 @@ def test_macro_calls_match_transformers(source: str) -> None:
     assert ours[0] == theirs[0], (ours, theirs)
     if ours[0] == "ok":
         assert ours[1] == theirs[1]
+
+
+def test_tool_sets_from_many_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    template = ChatTemplate(TOOLS_TEMPLATE)
+    template._memos["default"] = None
+
+    def render(n: int) -> str:
+        tools = [{"type": "function", "function": {"name": f"f{n % 100}"}}]  # more tool sets than the cache keeps
+        return template.render(CHAT, tools=tools)
+
+    with ThreadPoolExecutor(4) as pool:
+        texts = list(pool.map(render, range(400)))
+    assert all(f'"name": "f{n % 100}"' in text for n, text in enumerate(texts))

@@ -14,6 +14,7 @@ import io
 import itertools
 import pickle
 import sys
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -286,6 +287,7 @@ def tools_key(schemas: list[Any] | None) -> Any:
 # pickled list of JSON-schema dicts -> (the private copy, ids of its containers); FIFO, bounded.
 _TOOL_SETS: dict[bytes, tuple[list[Any], frozenset[int]]] = {}
 _TOOL_SETS_MAX = 64
+_TOOL_SETS_LOCK = threading.Lock()
 _TOOL_SET_MAX_KEY = 1 << 18
 
 
@@ -301,9 +303,10 @@ def _tool_set(tools: list[dict[Any, Any]]) -> tuple[list[Any], frozenset[int]] |
         for schema in schemas:
             _freeze(schema)
         entry = (schemas, frozenset(ids))
-        if len(_TOOL_SETS) >= _TOOL_SETS_MAX:
-            _TOOL_SETS.pop(next(iter(_TOOL_SETS)))
-        _TOOL_SETS[key] = entry
+        with _TOOL_SETS_LOCK:  # renders in several threads evict from the same cache
+            while len(_TOOL_SETS) >= _TOOL_SETS_MAX:
+                del _TOOL_SETS[next(iter(_TOOL_SETS))]
+            entry = _TOOL_SETS.setdefault(key, entry)
     return entry
 
 
