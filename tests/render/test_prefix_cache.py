@@ -171,3 +171,32 @@ def test_templates_cannot_reach_the_cache() -> None:
 def test_prefix_cache_must_be_a_bool() -> None:
     with pytest.raises(TypeError):
         ChatTemplate("x", prefix_cache="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.corpus
+def test_how_many_corpus_templates_have_a_remembered_loop() -> None:
+    """The counts docs/render.md gives (a loop over ``messages`` or its usual slice ``loop_messages``)."""
+    import jinja2.nodes as nodes
+
+    root = corpus_path("templates")
+    sandbox = sandbox_for(DEFAULT_LIMITS)
+    counts = [0, 0, 0]
+    for path in sorted(root.rglob("*.jinja")):
+        loops = fragment_loops(sandbox.parse(path.read_text(encoding="utf-8")))
+        over_messages = [
+            loop
+            for loop in loops
+            if any(
+                n.name in ("messages", "loop_messages")
+                for n in [loop.iter, *loop.iter.find_all(nodes.Name)]
+                if isinstance(n, nodes.Name)
+            )
+        ]
+        clean = [
+            loop
+            for loop in over_messages
+            if not any(n.name == "messages" for stmt in loop.body for n in stmt.find_all(nodes.Name))
+        ]
+        for i, found in enumerate((loops, over_messages, clean)):
+            counts[i] += bool(found)
+    assert counts == [124, 121, 104]
