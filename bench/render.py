@@ -15,7 +15,8 @@ Three turnkit figures per case, each against transformers in the same run:
   loop: an unchanged prefix, a new turn), by a default ``ChatTemplate`` (a cold render plus the memo's miss)
   and by ``ChatTemplate(prefix_cache=True)``, which takes the prefix's messages from its loop cache.
 
-``--template FILE`` runs the same cases through another chat template (e.g. one of the shared corpus).
+``--template FILE`` runs the same cases through another chat template (e.g. one of the shared corpus);
+``--phases`` prints where a cold render's time goes (each step timed on its own) instead.
 """
 
 from __future__ import annotations
