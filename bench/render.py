@@ -6,13 +6,24 @@ A 6-message tool-calling conversation with two tools goes through a ChatML/Herme
 bundled demo template), with the tools given as JSON schemas and as Python functions. Prints the median
 microseconds per call and the speed-up; asserts both libraries give identical text.
 
-Calling ``render`` again with an unchanged input is answered from the render memo (a warm call: the bench's own
-loop); the "cold" column renders the same input with the memo off, which is what a conversation turnkit has not
-rendered before costs.
+Three turnkit figures per case, each against transformers in the same run:
+
+- *warm*: ``render`` again with an unchanged input, answered from the render memo (the bench's own loop);
+- *cold*: the same input with the memo off, what a conversation turnkit has not rendered before costs (the
+  tools are the same on every call, as in serving: their schemas and JSON text come from the per-tool-set cache);
+- *grown*: the memo on, every call the conversation plus one new user message never rendered before (a serving
+  loop: an unchanged prefix, a new turn), by a default ``ChatTemplate`` (a cold render plus the memo's miss)
+  and by ``ChatTemplate(prefix_cache=True)``, which takes the prefix's messages from its loop cache.
+
+``--template FILE`` runs the same cases through another chat template (e.g. one of the shared corpus);
+``--phases`` prints where a cold render's time goes (each step timed on its own) instead.
 """
 
 from __future__ import annotations
 
+import argparse
+import itertools
+import json
 import statistics
 import sys
 import time
@@ -34,6 +45,7 @@ SPECIAL_TOKENS = {"bos_token": "<s>", "eos_token": "<|im_end|>", "unk_token": "<
 
 
 PYTHON_TOOLS = [get_current_temperature, get_current_wind_speed]
+CITIES = ["Paris", "Lyon", "Nice", "Lille"]
 
 CONVERSATION: list[dict[str, Any]] = [
     {"role": "system", "content": "You are a weather bot. Answer in the unit used at the location."},
@@ -99,16 +111,32 @@ def interleaved_us(fns: list[Callable[[], object]], *, rounds: int = 31) -> list
     return [statistics.median(s) for s in samples]
 
 
-def main() -> int:
-    template = files("turnkit").joinpath("data", "chatml-tools.jinja").read_text(encoding="utf-8")
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--template", help="a chat template file (default: turnkit's bundled ChatML/Hermes one)")
+    parser.add_argument("--phases", action="store_true", help="print where a cold render's time goes, and stop")
+    args = parser.parse_args(argv)
+    if args.template:
+        template = Path(args.template).read_text(encoding="utf-8")
+    else:
+        template = files("turnkit").joinpath("data", "chatml-tools.jinja").read_text(encoding="utf-8")
+    if args.phases:
+        return phases(template)
     tokenizer = reference_tokenizer(template)
     json_tools = [get_schema(tool) for tool in PYTHON_TOOLS]
     compiled = ChatTemplate(template, special_tokens=SPECIAL_TOKENS)
     cold = ChatTemplate(template, special_tokens=SPECIAL_TOKENS)
     cold._memos["default"] = None  # every call renders (what a new conversation costs)
-
+    grown_template = ChatTemplate(template, special_tokens=SPECIAL_TOKENS)
+    prefix_template = ChatTemplate(template, special_tokens=SPECIAL_TOKENS, prefix_cache=True)
+    # more distinct conversations than the memo keeps (256), cycled: every call is a miss
+    grown = [
+        [*CONVERSATION, {"role": "user", "content": f"And in {city} #{n}?"}] for n, city in enumerate(CITIES * 128)
+    ]
     rows = []
     for label, tools in (("JSON-schema tools", json_tools), ("Python-function tools", PYTHON_TOOLS)):
+        # one sequence each, so that turnkit's calls never come back to a conversation it still remembers
+        hf_turns, tk_turns, prefix_turns = (itertools.cycle(grown) for _ in range(3))
 
         def hf(tools: Any = tools) -> str:
             return str(
@@ -121,6 +149,17 @@ def main() -> int:
         def tk_cold(tools: Any = tools) -> str:
             return cold.render(CONVERSATION, tools=tools, add_generation_prompt=True)
 
+        def hf_grown(tools: Any = tools, turns: Any = hf_turns) -> str:
+            return str(
+                tokenizer.apply_chat_template(next(turns), tools=tools, add_generation_prompt=True, tokenize=False)
+            )
+
+        def tk_grown(tools: Any = tools, turns: Any = tk_turns) -> str:
+            return grown_template.render(next(turns), tools=tools, add_generation_prompt=True)
+
+        def tk_prefix(tools: Any = tools, turns: Any = prefix_turns) -> str:
+            return prefix_template.render(next(turns), tools=tools, add_generation_prompt=True)
+
         def tk_fn(tools: Any = tools) -> str:
             return apply_chat_template(
                 CONVERSATION, template, tools=tools, add_generation_prompt=True, **SPECIAL_TOKENS
@@ -130,21 +169,72 @@ def main() -> int:
         assert tk() == expected, "turnkit ChatTemplate.render differs from transformers"
         assert tk_fn() == expected, "turnkit apply_chat_template differs from transformers"
         assert tk_cold() == expected, "turnkit ChatTemplate.render (cold) differs from transformers"
-        t_hf, t_tk, t_fn, t_cold = interleaved_us([hf, tk, tk_fn, tk_cold])
-        rows.append((label, t_hf, t_tk, t_fn, t_cold))
+        for chat in grown[:8]:
+            reference = str(
+                tokenizer.apply_chat_template(chat, tools=tools, add_generation_prompt=True, tokenize=False)
+            )
+            assert grown_template.render(chat, tools=tools, add_generation_prompt=True) == reference, "grown differs"
+            assert prefix_template.render(chat, tools=tools, add_generation_prompt=True) == reference, "prefix differs"
+        rows.append((label, *interleaved_us([hf, tk, tk_fn, tk_cold, hf_grown, tk_grown, tk_prefix])))
 
     print(
-        f"{'case':<24}{'transformers µs':>17}{'ChatTemplate µs':>17}{'apply_chat_template µs':>24}{'speed-up':>10}"
-        f"{'cold µs':>10}{'cold speed-up':>15}"
+        f"{'case':<22}{'transformers':>13}{'warm':>7}{'apply_chat_t.':>14}{'x':>7}{'cold':>7}{'x':>7}"
+        f"{'| grown: transformers':>21}{'turnkit':>8}{'x':>7}{'prefix_cache':>13}{'x':>7}"
     )
-    for label, t_hf, t_tk, t_fn, t_cold in rows:
+    for label, t_hf, t_tk, t_fn, t_cold, t_hf_grown, t_grown, t_prefix in rows:
         print(
-            f"{label:<24}{t_hf:>17.1f}{t_tk:>17.1f}{t_fn:>24.1f}{t_hf / t_tk:>9.2f}x"
-            f"{t_cold:>10.1f}{t_hf / t_cold:>14.2f}x"
+            f"{label:<22}{t_hf:>13.1f}{t_tk:>7.1f}{t_fn:>14.1f}{t_hf / t_tk:>6.2f}x{t_cold:>7.1f}{t_hf / t_cold:>6.2f}x"
+            f"{t_hf_grown:>21.1f}{t_grown:>8.1f}{t_hf_grown / t_grown:>6.2f}x{t_prefix:>13.1f}"
+            f"{t_hf_grown / t_prefix:>6.2f}x"
         )
-    print("(CPU µs per call, median of 31 interleaved batches; identical output asserted;")
-    print(" speed-up = transformers / ChatTemplate.render, warm: the unchanged input hits the render memo;")
-    print(" cold = the same render with the memo off, as for a conversation never rendered before)")
+    print("(CPU µs per call, median of 31 interleaved batches; identical output asserted; x = transformers / turnkit.")
+    print(" warm = ChatTemplate.render of an unchanged input (a render-memo hit); cold = the same render with the memo")
+    print(" off; grown = the conversation plus a new user message never rendered before (memo on), rendered by a")
+    print(" default ChatTemplate and by ChatTemplate(prefix_cache=True), which reruns only the new message)")
+    return 0
+
+
+def phases(template: str) -> int:
+    """A cold render (JSON-schema tools) taken apart: median CPU µs of each step, run on its own."""
+    import jinja2
+
+    from turnkit.render._inputs import plain_messages, tool_schemas
+    from turnkit.render._template import _run
+
+    tools = [get_schema(tool) for tool in PYTHON_TOOLS]
+    cold = ChatTemplate(template, special_tokens=SPECIAL_TOKENS)
+    cold._memos["default"] = None
+    empty = ChatTemplate("", special_tokens=SPECIAL_TOKENS)
+    empty._memos["default"] = None
+    compiled, nothing = cold._compile("default"), empty._compile("default")
+    assert not isinstance(compiled, Exception) and not isinstance(nothing, Exception)
+    trusted: set[int] = set()
+    variables = {
+        **SPECIAL_TOKENS,
+        "messages": plain_messages(CONVERSATION, trusted),
+        "tools": tool_schemas(tools, trusted),
+        "documents": None,
+        "add_generation_prompt": True,
+    }
+    plain = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    plain.filters["tojson"] = lambda value, **kw: json.dumps(value, ensure_ascii=False, **kw)
+    unsandboxed = plain.from_string(template)
+    steps = {
+        "whole cold render": lambda: cold.render(CONVERSATION, tools=tools, add_generation_prompt=True),
+        "render() with an empty template": lambda: empty.render(CONVERSATION, tools=tools, add_generation_prompt=True),
+        "  of which: copying/adopting the messages": lambda: plain_messages(CONVERSATION, set()),
+        "  of which: the tool set (cache hit)": lambda: tool_schemas(tools, set()),
+        "  of which: _run of an empty template": lambda: _run(empty._sandbox, nothing, dict(variables), trusted),
+        "the template's own code (_run minus empty _run)": lambda: _run(
+            cold._sandbox, compiled, dict(variables), trusted
+        ),
+        "for reference: plain jinja2, no sandbox": lambda: unsandboxed.render(**variables),
+    }
+    times = dict(zip(steps, interleaved_us(list(steps.values()), rounds=15), strict=True))
+    times["the template's own code (_run minus empty _run)"] -= times["  of which: _run of an empty template"]
+    for step, us in times.items():
+        print(f"{step:<52}{us:>8.1f} µs")
+    print("(CPU µs per call, median of 15 interleaved batches; the conversation and JSON tools of the main bench)")
     return 0
 
 

@@ -43,7 +43,8 @@ ESCAPES = {
     "map-attribute": "{{ messages|map(attribute='__class__')|map(attribute='__mro__')|list }}",
     "selectattr": "{{ messages|selectattr('__class__.__init__.__globals__')|list }}",
     "sort-attribute": "{{ messages|sort(attribute='__class__.__mro__')|first }}",
-    "generator-frame": "{{ (messages|_turnkit_loop).gi_frame.f_globals }}",
+    # a loop over more than 1024 items is counted by a generator (shorter ones are counted up front)
+    "generator-frame": "{{ (range(2000)|_turnkit_loop).gi_frame.f_globals }}",
     "format-index-walk": "{{ '{0[__class__]}'.format('') }}",
     "include": "{% include 'secrets.txt' %}",
     "import": "{% import 'os' as os %}",

@@ -27,9 +27,9 @@ def _memo(template: ChatTemplate) -> Any:
 def test_an_unchanged_input_is_rendered_once() -> None:
     template = ChatTemplate(TEMPLATE)
     first = template.render(CHAT)
-    assert len(_memo(template)._entries) == 1
+    assert len(_memo(template).entries) == 1
     assert template.render(copy.deepcopy(CHAT)) is first  # same content, other objects: the same text
-    assert len(_memo(template)._entries) == 1
+    assert len(_memo(template).entries) == 1
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ def test_any_change_to_the_input_is_seen(change: Any) -> None:
     template.render(chat)
     change(chat)  # mutated in place: the memo keys on content, never on identity
     assert template.render(chat) == ChatTemplate(TEMPLATE).render(chat)
-    assert len(_memo(template)._entries) == 2
+    assert len(_memo(template).entries) == 2
 
 
 def test_every_argument_is_part_of_the_key() -> None:
@@ -90,7 +90,7 @@ def test_inputs_that_are_not_plain_data_are_not_memoised() -> None:
     template = ChatTemplate(TEMPLATE)
     chat = [{"role": Role("user"), "content": "Hi"}]
     assert template.render(chat) == "[user] Hi \n"
-    assert len(_memo(template)._entries) == 0
+    assert len(_memo(template).entries) == 0
 
 
 def test_failures_are_not_memoised() -> None:
@@ -98,7 +98,7 @@ def test_failures_are_not_memoised() -> None:
     for _ in range(2):
         with pytest.raises(TemplateError, match="no"):
             template.render(CHAT)
-    assert len(template._memos["default"]._entries) == 0
+    assert len(template._memos["default"].entries) == 0
 
 
 def test_generation_span_tracking_bypasses_the_memo() -> None:

@@ -85,6 +85,11 @@ class RenderBudget:
                 code="template_memory",
             )
 
+    @property
+    def input_measured(self) -> bool:
+        """Whether some limit needed the input-size allowance during this render (see :meth:`input_size`)."""
+        return self._input is not None
+
     def input_size(self) -> int:
         """Approximate bytes of the render's input (measured once, on first need).
 

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import io
+import itertools
+import pickle
 import sys
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,10 +26,14 @@ __all__ = [
     "REASONING_FIELDS",
     "adopt",
     "alias_reasoning_fields",
+    "frozen_json",
     "input_size",
+    "PlainPickler",
     "plain_data",
+    "plain_key",
     "plain_messages",
     "tool_schemas",
+    "tools_key",
 ]
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -47,6 +55,7 @@ def _trust(container: Any, trusted: set[int]) -> None:
 # Names a message's reasoning is passed under; the first is the one most templates read.
 REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 _REASONING_KEYS = frozenset(REASONING_FIELDS)
+_DICT = frozenset({dict})
 
 
 def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) -> list[Any]:
@@ -164,7 +173,7 @@ def plain_data(value: Any, trusted: set[int] | None = None) -> Any:
 
 def alias_reasoning_fields(chat: list[Any]) -> list[Any]:
     """Copy a message's reasoning to ``reasoning_content`` and ``thinking`` (gpt-oss templates read the latter)."""
-    if all(type(m) is dict and _REASONING_KEYS.isdisjoint(m) for m in chat):
+    if _DICT.issuperset(map(type, chat)) and all(map(_REASONING_KEYS.isdisjoint, chat)):
         return chat  # nothing to alias (the usual case): keep the list as it is
     aliased = []
     for message in chat:
@@ -177,9 +186,18 @@ def alias_reasoning_fields(chat: list[Any]) -> list[Any]:
 
 
 def tool_schemas(tools: Any, trusted: set[int] | None = None) -> list[Any] | None:
-    """Plain JSON schemas for ``tools``: dicts are copied, Python functions and methods are converted (cached)."""
+    """Plain JSON schemas for ``tools``: dicts are copied, Python functions and methods are converted (cached).
+
+    A list of JSON-schema dicts seen before (same content, by :func:`plain_key`) gets the private copy made the
+    first time, so a server passing the same tools on every request pays for one pickle, not a walk and a copy.
+    """
     if tools is None:
         return None
+    if trusted is not None and type(tools) is list and all(type(tool) is dict for tool in tools):
+        cached = _tool_set(tools)
+        if cached is not None:
+            trusted.update(cached[1])
+            return cached[0]
     schemas: list[Any] = []
     for tool in tools:
         if isinstance(tool, dict):
@@ -201,6 +219,97 @@ def tool_schemas(tools: Any, trusted: set[int] | None = None) -> list[Any] | Non
     return schemas
 
 
+class _NotPlain(Exception):
+    pass
+
+
+class PlainPickler(pickle.Pickler):
+    """A pickler for exact built-in data only: the C pickler handles those itself, anything else lands here
+    (a subclass may key more types: return a reduction for them, defer to this method for the rest)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        raise _NotPlain
+
+
+def plain_key(value: Any, max_bytes: int, pickler: type[PlainPickler] | None = None) -> bytes | None:
+    """The exact content of ``value`` as bytes, or None when some of it is not exact built-in data (or too big).
+
+    Pickled by :class:`PlainPickler` (or ``pickler``, a subclass), which takes only exact built-in types (a str
+    subclass, a Mapping, a dataclass, a function make it refuse), keeps dict order, float bits and ``True`` vs
+    ``1``, and writes a back-reference for an object met twice: equal bytes mean values of the same types,
+    content, order and sharing.
+    """
+    buffer = io.BytesIO()
+    try:
+        (pickler or PlainPickler)(buffer, 5).dump(value)
+    except (_NotPlain, pickle.PicklingError, ValueError, TypeError, RecursionError):
+        return None
+    if buffer.tell() > max_bytes:
+        return None
+    return buffer.getvalue()
+
+
+# Private plain copies of tool schemas that every render with those tools is handed: templates cannot mutate
+# them and no caller ever sees them, so what is computed from one stays true. id -> [the object, its
+# ``tojson`` texts once printed (by arguments: (text, size estimate)), a serial number never given twice]; the
+# entry keeps the object alive, so the id cannot be reused meanwhile.
+_FROZEN: dict[int, list[Any]] = {}
+_FROZEN_MAX = 4096
+_SERIALS = itertools.count()
+
+
+def _freeze(value: Any) -> None:
+    if len(_FROZEN) >= _FROZEN_MAX:
+        _FROZEN.clear()  # only a cost: cleared objects print through the encoder again, and key by content
+    _FROZEN[id(value)] = [value, {}, next(_SERIALS)]
+
+
+def frozen_json(value: Any) -> list[Any] | None:
+    """The ``[value, JSON texts, serial]`` slot of a private tool schema, or None for any other object."""
+    entry = _FROZEN.get(id(value))
+    return entry if entry is not None and entry[0] is value else None
+
+
+def tools_key(schemas: list[Any] | None) -> Any:
+    """What identifies ``schemas`` (from :func:`tool_schemas`) in a render memo key: the serial numbers of their
+    private copies (equal serials, equal content: the copies never change), else the schemas themselves."""
+    if schemas is None:
+        return None
+    serials = []
+    for schema in schemas:
+        entry = frozen_json(schema)
+        if entry is None:
+            return schemas
+        serials.append(entry[2])
+    return ("frozen tools", *serials)
+
+
+# pickled list of JSON-schema dicts -> (the private copy, ids of its containers); FIFO, bounded.
+_TOOL_SETS: dict[bytes, tuple[list[Any], frozenset[int]]] = {}
+_TOOL_SETS_MAX = 64
+_TOOL_SETS_LOCK = threading.Lock()
+_TOOL_SET_MAX_KEY = 1 << 18
+
+
+def _tool_set(tools: list[dict[Any, Any]]) -> tuple[list[Any], frozenset[int]] | None:
+    key = plain_key(tools, _TOOL_SET_MAX_KEY)
+    if key is None:
+        return None
+    entry = _TOOL_SETS.get(key)
+    if entry is None:
+        ids: set[int] = set()
+        schemas = [plain_data(tool, ids) for tool in tools]
+        ids.add(id(schemas))
+        for schema in schemas:
+            _freeze(schema)
+        entry = (schemas, frozenset(ids))
+        with _TOOL_SETS_LOCK:  # renders in several threads evict from the same cache
+            while len(_TOOL_SETS) >= _TOOL_SETS_MAX:
+                del _TOOL_SETS[next(iter(_TOOL_SETS))]
+            entry = _TOOL_SETS.setdefault(key, entry)
+    return entry
+
+
 # shared schema object (from the tools package's cache) -> (that object, its plain copy, ids of the copy's
 # containers). Templates cannot mutate what they are given, so one plain copy serves every render.
 _PLAIN_SCHEMAS: dict[int, tuple[Any, Any, frozenset[int]]] = {}
@@ -220,6 +329,7 @@ def _function_schema(func: Any, trusted: set[int] | None) -> Any:
         if len(_PLAIN_SCHEMAS) > 1024:
             _PLAIN_SCHEMAS.clear()
         entry = (schema, plain, frozenset(ids))
+        _freeze(plain)
         _PLAIN_SCHEMAS[id(schema)] = entry
     if trusted is not None:
         trusted.update(entry[2])

@@ -27,7 +27,7 @@ import jinja2.exceptions
 import jinja2.ext
 import jinja2.nodes as nodes
 from jinja2 import filters as jinja_filters
-from jinja2.compiler import CodeGenerator, Frame
+from jinja2.compiler import CodeGenerator, Frame, optimizeconst
 from jinja2.runtime import Context, LoopContext, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
 from jinja2.utils import Namespace, generate_lorem_ipsum
@@ -37,6 +37,19 @@ from markupsafe import Markup
 from turnkit.errors import TemplateLimitError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.render._budget import RenderBudget, current_budget, estimate_str_size
+from turnkit.render._fragments import (
+    Fragment,
+    FragmentEntry,
+    LoopKeys,
+    as_fragment,
+    fragment_loops,
+    fragment_memo,
+    key_pickler,
+    macro_names,
+    wrap_loop,
+)
+from turnkit.render._inputs import frozen_json
+from turnkit.render._memo import FifoMemo
 from turnkit.render._spans import TRACKER
 
 __all__ = ["TemplateSandbox", "sandbox_for"]
@@ -48,8 +61,38 @@ _SAFE_DICT_METHODS = frozenset({"get", "items", "keys", "values"})
 _LOOP_ATTRIBUTES = frozenset(
     {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "previtem", "nextitem"}
 )
+# Methods a template may call on plain data that the sandbox calls directly, unsized: inlined by the code generator.
+_INLINE_METHODS: dict[type, frozenset[str]] = {
+    dict: _SAFE_DICT_METHODS,
+    str: frozenset({"strip", "lstrip", "rstrip", "startswith", "endswith", "lower", "upper"}),
+}
+_STR = frozenset({str})
 _PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
 _JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)
+_encode_str = json.encoder.encode_basestring
+
+
+def _encode(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)``: the C encoder json.dumps builds for those arguments, minus the
+    two Python frames around it (``JSONEncoder.encode`` and ``iterencode``)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - a Python without the _json accelerator
+        return _JSON_ENCODER.encode(value)
+    encoder = _JSON_ENCODER
+    chunks = make(
+        {},
+        encoder.default,
+        _encode_str,
+        None,
+        encoder.key_separator,
+        encoder.item_separator,
+        False,
+        False,
+        True,
+    )(value, 0)
+    return "".join(chunks)
+
+
 # Methods the immutable sandbox refuses (jinja2.sandbox's list for dict and list).
 _MUTATORS: dict[type, frozenset[str]] = {
     dict: frozenset({"clear", "pop", "popitem", "setdefault", "update"}),
@@ -128,26 +171,210 @@ class _GuardRewriter(NodeTransformer):
 
 
 class _GuardedCodeGenerator(CodeGenerator):
-    """jinja2's code generator, with the AST guard applied first and capture buffers that count their size."""
+    """jinja2's code generator, with the AST guard applied first, capture buffers that count their size, and
+    inline fast paths for the sandbox's hot operations on plain data.
+
+    Each fast path is an exact-type test (``type(x) is dict``, ``is str``, ``is LoopContext``) in front of the
+    sandbox call jinja2 would make, and returns what that call returns for that type (the sandbox's own
+    shortcuts for plain data, see :meth:`TemplateSandbox.getattr` and :meth:`TemplateSandbox.call`); any other
+    value takes the sandbox call unchanged. They save a Python call per attribute, item, method call and print.
+    """
 
     def visit_Template(self, node: nodes.Template, frame: Frame | None = None) -> None:
         _GuardRewriter().visit(node)
+        self._finalized: list[str] = []
+        memos = []
+        if getattr(self.environment, "fragments", False):
+            also_read = macro_names(node)
+            for number, loop in enumerate(fragment_loops(node)):
+                memos.append(f"tk_fragments_{number}")
+                wrap_loop(loop, memos[-1], self.temporary_identifier(), also_read)
         super().visit_Template(node, frame)
+        for memo in memos:
+            self.writeline(f"{memo} = environment.fragment_memo()")
+
+    def visit_For(self, node: nodes.For, frame: Frame) -> None:
+        fragment = as_fragment(node.body[0]) if len(node.body) == 1 else None
+        if fragment is not None:
+            self.writeline(f"{fragment.state} = None")
+        super().visit_For(node, frame)
+
+    def visit_ScopedEvalContextModifier(self, node: nodes.ScopedEvalContextModifier, frame: Frame) -> None:
+        fragment = as_fragment(node)
+        if fragment is None:
+            super().visit_ScopedEvalContextModifier(node, frame)
+        else:
+            self._fragment(fragment, frame)
+
+    def _fragment(self, node: Fragment, frame: Frame) -> None:
+        """One iteration: the remembered text for its key, or the body rendered into a buffer and kept."""
+        key, hit, mark, buffer = (self.temporary_identifier() for _ in range(4))
+        self.writeline(f"if {node.state} is None:")
+        self.indent()
+        self.writeline(f"{node.state} = environment.fragment_scope(")
+        self.visit(node.scope, frame)
+        self.write(")")
+        self.outdent()
+        self.writeline(f"{key} = {node.state}.key(")
+        self.visit(node.parts, frame)
+        self.write(")")
+        self.writeline(f"{hit} = {node.memo}.entries.get({key}) if {key} is not None else None")
+        self.writeline(f"if {hit} is None:")
+        self.indent()
+        self.writeline(f"{mark} = environment.fragment_mark()")
+        self.writeline(f"{buffer} = environment.capture_buffer(charge=False)")
+        saved, frame.buffer = frame.buffer, buffer
+        self.blockvisit(node.body, frame)
+        frame.buffer = saved
+        self.writeline(f"{hit} = environment.fragment_store({node.memo}, {key}, {buffer}, {mark})")
+        self.outdent()
+        self.writeline(f"elif {hit}[1] or {hit}[2]:")
+        self.indent()
+        self.writeline(f"environment.fragment_replay({hit})")
+        self.outdent()
+        if frame.buffer is None:
+            self.writeline(f"yield {hit}[0]")
+        else:
+            self.writeline(f"{frame.buffer}.append({hit}[0])")
 
     def buffer(self, frame: Frame) -> None:
         frame.buffer = self.temporary_identifier()
         self.writeline(f"{frame.buffer} = environment.capture_buffer()")
 
+    @optimizeconst
+    def visit_Getattr(self, node: nodes.Getattr, frame: Frame) -> None:
+        # ``message.role``: a dict's item when the name is no dict attribute; ``loop.first``: the property.
+        tmp = self.temporary_identifier()
+        attr = node.attr
+        if attr in _LOOP_ATTRIBUTES and isinstance(node.node, nodes.Name) and node.node.name == "loop":
+            self.write(f"({tmp}.{attr} if type({tmp} := ")
+            self.visit(node.node, frame)
+            self.write(f") is LoopContext else environment.getattr({tmp}, {attr!r}))")
+        elif attr not in _DICT_ATTRIBUTES:
+            self._dict_item(node.node, attr, frame, "getattr")
+        else:
+            super().visit_Getattr(node, frame)
+
+    @optimizeconst
+    def visit_Getitem(self, node: nodes.Getitem, frame: Frame) -> None:
+        # ``message['role']`` on a dict that has the key, ``messages[0]`` on a list that has the index.
+        try:
+            key = node.arg.as_const(frame.eval_ctx)
+        except Exception:  # noqa: BLE001 - nodes.Impossible, or a constant that fails to fold: not a constant key
+            key = None
+        tmp = self.temporary_identifier()
+        if type(key) is str and key not in _DICT_ATTRIBUTES:
+            self._dict_item(node.node, key, frame, "getitem")
+        elif type(key) is int:
+            self.write(f"({tmp}[{key!r}] if type({tmp} := ")
+            self.visit(node.node, frame)
+            self.write(
+                f") is list and {-key - 1 if key < 0 else key} < len({tmp}) else environment.getitem({tmp}, {key!r}))"
+            )
+        else:
+            super().visit_Getitem(node, frame)
+
+    def _dict_item(self, node: nodes.Expr, key: str, frame: Frame, hook: str) -> None:
+        """A dict's item, or the undefined value the sandbox gives for a missing key that is no dict attribute."""
+        tmp, is_dict = self.temporary_identifier(), self.temporary_identifier()
+        self.write(f"({tmp}[{key!r}] if ({is_dict} := type({tmp} := ")
+        self.visit(node, frame)
+        self.write(
+            f") is dict) and {key!r} in {tmp} else environment.undefined(obj={tmp}, name={key!r}) if {is_dict} "
+            f"else environment.{hook}({tmp}, {key!r}))"
+        )
+
+    def visit_Call(self, node: nodes.Call, frame: Frame, forward_caller: bool = False) -> None:
+        # ``message.get('x', [])`` on a dict, ``content.strip()`` on a str: the method itself. Only with
+        # arguments that contain no call, so that writing them twice (once per branch) stays small.
+        method = node.node
+        owner = None
+        if (
+            isinstance(method, nodes.Getattr)
+            and not forward_caller
+            and node.dyn_args is None
+            and node.dyn_kwargs is None
+        ):
+            if method.attr in _INLINE_METHODS[dict]:
+                owner = "dict"
+            elif method.attr in _INLINE_METHODS[str]:
+                owner = "str"
+        if owner is None or any(
+            arg.find(nodes.Call) or isinstance(arg, nodes.Call) for arg in (*node.args, *node.kwargs)
+        ):
+            super().visit_Call(node, frame, forward_caller=forward_caller)
+            return
+        assert isinstance(method, nodes.Getattr)
+        tmp = self.temporary_identifier()
+        self.write(f"({tmp}.{method.attr}(")
+        for i, arg in enumerate((*node.args, *node.kwargs)):
+            if i:
+                self.write(", ")
+            self.visit(arg, frame)
+        self.write(f") if type({tmp} := ")
+        self.visit(method.node, frame)
+        self.write(f") is {owner} else ")
+        name = object.__new__(nodes.InternalName)
+        nodes.Node.__init__(name, tmp, lineno=method.lineno)
+        fallback = nodes.Call(
+            nodes.Getattr(name, method.attr, "load", lineno=method.lineno),
+            node.args,
+            node.kwargs,
+            None,
+            None,
+            lineno=node.lineno,
+        )
+        super().visit_Call(fallback, frame)
+        self.write(")")
+
+    @optimizeconst
+    def visit_Add(self, node: nodes.BinExpr, frame: Frame) -> None:
+        # ``a + b`` on two short strings: what call_binop returns for them.
+        if frame.eval_ctx.volatile:
+            super().visit_Add(node, frame)
+            return
+        left, right = self.temporary_identifier(), self.temporary_identifier()
+        self.write(f"({left} + {right} if (type({left} := ")
+        self.visit(node.left, frame)
+        self.write(f") is str) & (type({right} := ")
+        self.visit(node.right, frame)
+        self.write(
+            f") is str) and len({left}) + len({right}) < {_FREE_BYTES} "
+            f"else environment.call_binop(context, '+', {left}, {right}))"
+        )
+
+    def _output_child_pre(self, node: nodes.Expr, frame: Frame, finalize: Any) -> None:
+        # ``{{ text }}``: a str prints as itself (finalize and str() return it unchanged).
+        if frame.eval_ctx.volatile or frame.eval_ctx.autoescape or finalize.src != "environment.finalize(":
+            self._finalized.append("")
+            super()._output_child_pre(node, frame, finalize)
+            return
+        tmp = self.temporary_identifier()
+        self._finalized.append(tmp)
+        self.write(f"({tmp} if type({tmp} := ")
+
+    def _output_child_post(self, node: nodes.Expr, frame: Frame, finalize: Any) -> None:
+        tmp = self._finalized.pop()
+        if not tmp:
+            super()._output_child_post(node, frame, finalize)
+            return
+        self.write(f") is str else str(environment.finalize({tmp})))")
+
 
 class _CaptureBuffer(list[Any]):
-    """The list a macro, ``{% set %}`` block or call block renders into; its size counts against the budget."""
+    """The list a macro, ``{% set %}`` block or call block renders into; its size counts against the budget.
 
-    __slots__ = ("_sandbox", "_chars")
+    ``charge=False`` for a remembered loop iteration's output, on its way to the prompt: sized like the prompt,
+    but not charged as memory the template keeps.
+    """
 
-    def __init__(self, sandbox: TemplateSandbox) -> None:
+    __slots__ = ("_sandbox", "_chars", "_charge")
+
+    def __init__(self, sandbox: TemplateSandbox, *, charge: bool = True) -> None:
         super().__init__()
         self._sandbox = sandbox
         self._chars = 0
+        self._charge = charge
 
     def _count(self, text: Any) -> None:
         if type(text) is str:
@@ -158,7 +385,8 @@ class _CaptureBuffer(list[Any]):
                     "(Limits.max_output_chars)",
                     code="template_output",
                 )
-            self._sandbox.charge(_nbytes(text))
+            if self._charge:
+                self._sandbox.charge(_nbytes(text))
 
     def append(self, item: Any) -> None:
         self._count(item)
@@ -232,7 +460,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset(_BINOPS)
     code_generator_class = _GuardedCodeGenerator
 
-    def __init__(self, limits: Limits | None = None) -> None:
+    def __init__(self, limits: Limits | None = None, *, fragments: bool = False) -> None:
         super().__init__(
             trim_blocks=True,
             lstrip_blocks=True,
@@ -252,6 +480,9 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         self.globals["namespace"] = _TemplateNamespace
         self.globals["range"] = self._range
         self.globals["lipsum"] = self._lipsum
+        # compile top-level loops to remember their iterations (prefix reuse, see _fragments)
+        self.fragments = fragments
+        self._key_pickler = key_pickler({id(value): (name, value) for name, value in self.globals.items()})
 
     # -- budget helpers -------------------------------------------------------------------------------------
 
@@ -293,8 +524,42 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         extra = 2 * budget.input_size() if budget is not None else 0
         return self.limits.max_output_chars + extra
 
-    def capture_buffer(self) -> _CaptureBuffer:
-        return _CaptureBuffer(self)
+    def capture_buffer(self, *, charge: bool = True) -> _CaptureBuffer:
+        return _CaptureBuffer(self, charge=charge)
+
+    # -- remembered loop iterations (see _fragments) ------------------------------------------------------------
+
+    def fragment_memo(self) -> FifoMemo[FragmentEntry]:
+        return fragment_memo()
+
+    def fragment_scope(self, values: tuple[Any, ...]) -> LoopKeys:
+        budget = current_budget()
+        return LoopKeys(values, self._key_pickler, budget.trusted if budget is not None else frozenset())
+
+    def fragment_mark(self) -> tuple[int, int]:
+        budget = current_budget()
+        return (budget.loops, budget.allocated) if budget is not None else (0, 0)
+
+    def fragment_store(
+        self, memo: FifoMemo[FragmentEntry], key: bytes | None, buffer: list[str], mark: tuple[int, int]
+    ) -> tuple[str, int, int]:
+        """The iteration's text and budget use, kept unless it needed the input-size allowance of a limit."""
+        budget = current_budget()
+        if budget is None:
+            return "".join(buffer), 0, 0
+        entry = ("".join(buffer), budget.loops - mark[0], budget.allocated - mark[1])
+        if key is not None and not budget.input_measured:
+            memo.put(key, entry, entry[0])
+        return entry
+
+    def fragment_replay(self, entry: tuple[str, int, int]) -> None:
+        """Charge a remembered iteration's loop iterations and bytes to this render, as running it would."""
+        budget = current_budget()
+        if budget is not None:
+            if entry[1]:
+                budget.reserve_iterations(entry[1])
+            if entry[2]:
+                budget.allocate(entry[2])
 
     def new_budget(
         self, *, input_bytes: Callable[[], int] | None = None, trusted: set[int] | None = None
@@ -354,6 +619,11 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
                     return obj(*args, **kwargs)
                 except StopIteration:
                     return self.undefined("value was undefined because a callable raised a StopIteration exception")
+        if obj is _TemplateNamespace:
+            # ``namespace(...)``: what jinja2's Context.call does for a class that takes no context.
+            kwargs.pop("_loop_vars", None)
+            kwargs.pop("_block_vars", None)
+            return _TemplateNamespace(*args, **kwargs)
         budget = current_budget()
         if budget is not None:
             budget.depth += 1
@@ -365,6 +635,14 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
                 )
             budget.tick()
         try:
+            if type(obj) is Macro:
+                # the template's own macro: always safe, takes no context; what Context.call does for it
+                kwargs.pop("_loop_vars", None)
+                kwargs.pop("_block_vars", None)
+                try:
+                    return obj(*args, **kwargs)
+                except StopIteration:
+                    return self.undefined("value was undefined because a callable raised a StopIteration exception")
             if not self.is_safe_callable(obj):
                 raise jinja2.exceptions.SecurityError(f"{obj!r} is not safely callable")
             return context.call(obj, *args, **kwargs)
@@ -516,7 +794,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
 
     def _add_chain(self, operands: list[Any]) -> Any:
         """``a + b + c ...`` evaluated left to right, with one size check when every operand is a string."""
-        if all(type(x) is str for x in operands):
+        if _STR.issuperset(map(type, operands)):
             size = sum(map(len, operands))
             if size >= _FREE_BYTES:
                 self.check_size(size, "'+'")
@@ -539,16 +817,38 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         separators: tuple[str, str] | None = None,
         sort_keys: bool = False,
     ) -> str:
-        per_item = 0
-        if indent is not None:
-            per_item = len(indent) if isinstance(indent, str) else max(int(indent), 0)
-        if separators is not None:
-            per_item += sum(len(s) for s in separators if isinstance(s, str))
-        self.check_size(self.estimate(x, per_item=per_item), "tojson")
-        if ensure_ascii is False and indent is None and separators is None and sort_keys is False:
-            result = _JSON_ENCODER.encode(x)  # what json.dumps builds for these arguments, built once
+        defaults = ensure_ascii is False and indent is None and separators is None and sort_keys is False
+        if defaults and type(x) is str:
+            self.check_size(len(x), "tojson")
+            result = _encode_str(x)
         else:
-            result = json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+            # A tool schema's private copy never changes: its text (and size estimate) per set of arguments is
+            # built once per process.
+            frozen = frozen_json(x) if type(x) is dict else None
+            args = (ensure_ascii, indent, separators, sort_keys)
+            try:
+                known = frozen[1].get(args) if frozen is not None else None
+            except TypeError:  # unhashable arguments (separators given as a list)
+                frozen = known = None
+            if known is not None:
+                self.check_size(known[1], "tojson")
+                result = known[0]
+            else:
+                per_item = 0
+                if indent is not None:
+                    per_item = len(indent) if isinstance(indent, str) else max(int(indent), 0)
+                if separators is not None:
+                    per_item += sum(len(s) for s in separators if isinstance(s, str))
+                estimate = self.estimate(x, per_item=per_item)
+                self.check_size(estimate, "tojson")
+                if defaults:
+                    result = _encode(x)
+                else:
+                    result = json.dumps(
+                        x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+                    )
+                if frozen is not None:
+                    frozen[1][args] = (result, estimate)
         if len(result) >= _FREE_BYTES:
             self.check_size(len(result), "tojson")
             self.charge(_nbytes(result))
@@ -573,7 +873,17 @@ def _guard_loop(context: Context, iterable: Iterable[Any]) -> Iterable[Any]:
     budget = current_budget()
     if budget is None:
         return iterable
+    kind = type(iterable)
+    if (kind is list or kind is tuple or kind is dict or kind is str or kind is range) and len(iterable) <= _UPFRONT:  # type: ignore[arg-type]
+        # A short sized loop counts all its iterations when it starts (one left by ``{% break %}`` counts them
+        # all): no counting generator between the template and its list.
+        budget.reserve_iterations(len(iterable))  # type: ignore[arg-type]
+        return iterable
     return budget.guard_loop(iterable)
+
+
+# Loops up to this length are counted when they start; the wall clock is checked at least this often as well.
+_UPFRONT = 1024
 
 
 def _guarded_filters(sandbox: TemplateSandbox) -> dict[str, Callable[..., Any]]:
@@ -772,14 +1082,14 @@ def _sized(sandbox: TemplateSandbox, original: Callable[..., Any]) -> Callable[.
     return update_wrapper(plain, original)
 
 
-_SANDBOXES: dict[Limits, TemplateSandbox] = {}
+_SANDBOXES: dict[tuple[Limits, bool], TemplateSandbox] = {}
 
 
-def sandbox_for(limits: Limits) -> TemplateSandbox:
-    """The (shared) sandbox for a set of limits: compiled templates are cached per environment."""
-    sandbox = _SANDBOXES.get(limits)
+def sandbox_for(limits: Limits, *, fragments: bool = False) -> TemplateSandbox:
+    """The (shared) sandbox for a set of limits (and prefix reuse on or off)."""
+    sandbox = _SANDBOXES.get((limits, fragments))
     if sandbox is None:
         if len(_SANDBOXES) >= 32:  # many distinct Limits: keep the cache bounded
             _SANDBOXES.pop(next(iter(_SANDBOXES)))
-        sandbox = _SANDBOXES.setdefault(limits, TemplateSandbox(limits))
+        sandbox = _SANDBOXES.setdefault((limits, fragments), TemplateSandbox(limits, fragments=fragments))
     return sandbox

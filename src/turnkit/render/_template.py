@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import io
 import os
-import pickle
-import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from itertools import islice
@@ -32,9 +29,12 @@ from turnkit.render._inputs import (
     check_tokenize_args,
     input_size,
     plain_data,
+    plain_key,
     plain_messages,
     tool_schemas,
+    tools_key,
 )
+from turnkit.render._memo import FifoMemo
 from turnkit.render._sandbox import TemplateSandbox, sandbox_for
 from turnkit.render._spans import TRACKER
 
@@ -51,7 +51,9 @@ class ChatTemplate:
 
     ``source`` is the template text, or a mapping of template names to texts (as a model folder with several
     templates has). ``special_tokens`` (``bos_token``, ``eos_token``...) are passed to every render, as a
-    tokenizer passes its special tokens; keyword arguments of :meth:`render` override them.
+    tokenizer passes its special tokens; keyword arguments of :meth:`render` override them. ``prefix_cache=True``
+    remembers each iteration of the template's top-level loops, so a conversation that grew by a turn reruns
+    only its new messages (worth it for templates with heavy per-message code; see docs/render.md).
 
     Example::
 
@@ -83,20 +85,22 @@ class ChatTemplate:
         special_tokens: Mapping[str, Any] | None = None,
         limits: Limits | None = None,
         tokenizer: Any = None,
+        prefix_cache: bool = False,
     ) -> None:
         expect(source, (str, Mapping), name="source", func="ChatTemplate", accepts="str or a mapping of names to str")
+        expect(prefix_cache, bool, name="prefix_cache", func="ChatTemplate")
         expect_mapping(special_tokens, name="special_tokens", func="ChatTemplate", none=True)
         expect(limits, Limits, name="limits", func="ChatTemplate", none=True)
         self.limits = limits or DEFAULT_LIMITS
         # a tokenizer.json path, model folder, tokenizers.Tokenizer or ChatTokenizer; loaded on first tokenize=True
         self._tokenizer: Any = tokenizer
-        self._sandbox: TemplateSandbox = sandbox_for(self.limits)
+        self._sandbox: TemplateSandbox = sandbox_for(self.limits, fragments=prefix_cache)
         self._special: dict[str, Any] = dict(special_tokens or {})
         self._plain_special: dict[str, Any] = _plain(self._special)
         self._compiled: dict[str, jinja2.Template | TemplateError] = {}
         # per template name: the memo of rendered prompts (None: the template's output is not a function of its
-        # input, e.g. it reads the clock); see _RenderMemo
-        self._memos: dict[str, _RenderMemo | None] = {}
+        # input, e.g. it reads the clock); see _render_memo
+        self._memos: dict[str, FifoMemo[str] | None] = {}
         if isinstance(source, str):
             self._single = True
             self._sources: dict[str, str] = {_SINGLE: source}
@@ -318,16 +322,18 @@ class ChatTemplate:
             raise TemplateError(compiled.message, code=compiled.code)  # a fresh error per render
         memo = self._memos.get(name, _UNKNOWN)
         if memo is _UNKNOWN:
-            memo = self._memos[name] = _RenderMemo() if _deterministic(source) else None
+            memo = self._memos[name] = _render_memo() if _deterministic(source) else None
+        trusted: set[int] = set()
+        schemas = tool_schemas(tools, trusted)
         key = None
         if memo is not None and not batched and TRACKER.get() is None:
-            key = _memo_key(name, conversation, tools, documents, add_generation_prompt, continue_final_message, kwargs)
+            key = _memo_key(
+                name, conversation, tools_key(schemas), documents, add_generation_prompt, continue_final_message, kwargs
+            )
             if key is not None:
                 hit = memo.get(key)
                 if hit is not None:
                     return hit
-        trusted: set[int] = set()
-        schemas = tool_schemas(tools, trusted)
         if documents is not None:
             for document in documents:
                 if not isinstance(document, dict):
@@ -348,7 +354,7 @@ class ChatTemplate:
             self._render_chat(compiled, source, chat, shared, extra, continue_final_message, trusted) for chat in chats
         ]
         if key is not None and memo is not None:
-            memo.put(key, rendered[0])
+            memo.put(key, rendered[0], rendered[0])
         return rendered if batched else rendered[0]
 
     def _choose(self, template_name: str | None, tools: Any) -> str:
@@ -434,39 +440,16 @@ def _memo_key(
 ) -> bytes | None:
     """The exact content of one render's input as bytes, or None when some of it is not plain data.
 
-    Pickled by :class:`_PlainPickler`, which takes only exact built-in types (a str subclass, a Mapping, a
+    Pickled by ``PlainPickler``, which takes only exact built-in types (a str subclass, a Mapping, a
     dataclass, a function make it refuse), keeps dict order and float bits, and writes a back-reference for an
     object met twice: equal bytes mean inputs of the same types, values, order and sharing, so the template sees
-    the same data. Python-function tools are keyed by their cached schema (invalidated when the function changes).
+    the same data. ``tools`` is what :func:`tools_key` gives for the render's tool schemas.
     """
-    if tools is not None and not (type(tools) is list and all(type(tool) is dict for tool in tools)):
-        try:
-            tools = tool_schemas(tools)
-        except TemplateError:
-            return None  # the render raises it again, with the same message
     if len(kwargs) > _MEMO_MAX_KWARGS:
         return None
-    buffer = io.BytesIO()
-    try:
-        _PlainPickler(buffer, 5).dump(
-            (name, conversation, tools, documents, add_generation_prompt, continue_final_message, kwargs)
-        )
-    except (_NotPlain, pickle.PicklingError, ValueError, TypeError, RecursionError):
-        return None
-    if buffer.tell() > _MEMO_MAX_KEY:
-        return None
-    return buffer.getvalue()
-
-
-class _NotPlain(Exception):
-    pass
-
-
-class _PlainPickler(pickle.Pickler):
-    """A pickler for exact built-in data only: the C pickler handles those itself, anything else lands here."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        raise _NotPlain
+    return plain_key(
+        (name, conversation, tools, documents, add_generation_prompt, continue_final_message, kwargs), _MEMO_MAX_KEY
+    )
 
 
 _MEMO_MAX_KWARGS = 64
@@ -476,7 +459,7 @@ _MEMO_ENTRIES = 256
 _MEMO_BYTES = 16 << 20
 
 
-class _RenderMemo:
+def _render_memo() -> FifoMemo[str]:
     """Prompts already rendered by one template, keyed by the exact content of their input (FIFO, bounded).
 
     A render is a function of its input when the template reads no clock and no randomness (checked once per
@@ -484,30 +467,7 @@ class _RenderMemo:
     deterministically from that input. So re-rendering an unchanged conversation (a retry, a second tokenizer
     pass, a server re-rendering the same history) returns the text already built. Failed renders are not kept.
     """
-
-    __slots__ = ("_entries", "_bytes", "_lock")
-
-    def __init__(self) -> None:
-        self._entries: dict[bytes, str] = {}
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: bytes) -> str | None:
-        return self._entries.get(key)
-
-    def put(self, key: bytes, text: str) -> None:
-        if len(text) > _MEMO_MAX_TEXT:
-            return
-        size = len(key) + (len(text) if text.isascii() else 4 * len(text))
-        with self._lock:
-            if key in self._entries:
-                return
-            while self._entries and (len(self._entries) >= _MEMO_ENTRIES or self._bytes + size > _MEMO_BYTES):
-                old_key = next(iter(self._entries))
-                old_text = self._entries.pop(old_key)
-                self._bytes -= len(old_key) + (len(old_text) if old_text.isascii() else 4 * len(old_text))
-            self._entries[key] = text
-            self._bytes += size
+    return FifoMemo(max_entries=_MEMO_ENTRIES, max_bytes=_MEMO_BYTES, max_text=_MEMO_MAX_TEXT)
 
 
 def _plain(value: Any, trusted: set[int] | None = None) -> Any:

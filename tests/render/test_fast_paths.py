@@ -1,0 +1,179 @@
+"""The code generator's inline fast paths and the per-tool-set caches give what transformers 5.23 gives.
+
+Each fast path is an exact-type test in front of the sandbox call it replaces; these templates hit both sides
+of every test (plain dicts, lists and strings, and the values that must take the sandbox call: missing keys,
+keys named like dict methods, out-of-range indexes, Markup, namespaces, long strings, non-string output).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from tests.render.reference import reference_render
+from turnkit import ChatTemplate, TemplateError, get_json_schema
+
+pytestmark = pytest.mark.reference
+
+CHAT: list[dict[str, Any]] = [
+    {"role": "system", "content": "  Be brief.  ", "items": "an item", "n": 3},
+    {"role": "user", "content": "Hi", "meta": {"keys": [1, 2], "get": "g", "x": None}},
+    {"role": "assistant", "content": "x" * 5000},
+]
+
+EXPRESSIONS = [
+    "{{ messages[0].role }}|{{ messages[0]['role'] }}|{{ messages[0].missing }}|{{ messages[0]['missing'] }}",
+    "{{ messages[0].missing is defined }}|{{ messages[0]['content'] is string }}|{{ messages[1].meta.x }}",
+    "{{ messages[0].items is callable }}|{{ messages[0]['items'] }}|{{ messages[1].meta.keys is callable }}"
+    "|{{ messages[1].meta['get'] }}",
+    "{{ messages[0]['items'] is defined }}|{{ messages[1]['meta']['keys'] }}",
+    "{{ messages[-1].role }}|{{ messages[-3].role }}|{{ messages[-4] }}|{{ messages[3] }}|{{ messages[0][0] }}",
+    "{{ 'abc'[0] }}|{{ 'abc'[-1] }}|{{ messages[1].meta.keys[1] }}|{{ messages[0]['n'] }}",
+    "{{ messages[0].content.strip() }}|{{ messages[0].content.lstrip(' B') }}|{{ messages[0].role.upper() }}",
+    "{{ messages[0].content.startswith('  B') }}|{{ messages[0].content.endswith(('.', '  ')) }}",
+    "{{ messages[0].get('role') }}|{{ messages[0].get('nope', 'dflt') }}|{{ messages[1].meta.get('keys') }}",
+    "{{ messages[0].items() | list }}|{{ messages[1].meta.keys() | list }}|{{ messages[1].meta.values() | list }}",
+    "{% set ns = namespace(a='x ') %}{{ ns.a.strip() }}|{{ ns.a }}|{{ ns.missing }}",
+    "{{ ('a'|safe).upper() }}|{{ ('<b>'|safe) + '<i>' }}|{{ '<b>' + ('<i>'|safe) }}",
+    "{{ messages[0].role + '!' }}|{{ messages[0].n + 1 }}|{{ (messages[2].content + 'y')|length }}",
+    "{{ [1] + [2] }}|{{ messages[0].role + messages[1].role }}|{{ 1.5 + 1 }}",
+    "{{ messages[0].n }}|{{ messages[1].meta }}|{{ none }}|{{ messages[1].meta.x }}|{{ [messages[0].role] }}",
+    "{% for m in messages %}{{ loop.index }}{{ loop.first }}{{ loop.last }}{{ loop.length }}{% endfor %}",
+    "{% for m in messages %}{{ loop.previtem.role if loop.previtem is defined }}{{ loop.nextitem is defined }}"
+    "{% endfor %}",
+    "{% for m in messages %}{% for k in m %}{{ k }},{% endfor %}{% if loop.index == 2 %}{% break %}{% endif %}"
+    "{% endfor %}",
+    "{% macro f(m) %}{{ m.role }}:{{ m.get('content', '')[:5] }}{% endmacro %}{% for m in messages %}{{ f(m) }}"
+    "{% endfor %}",
+    "{% set loop = messages[0] %}{{ loop.role }}",
+    "{{ messages[0].missing.deeper }}",
+    "{{ messages[0].role + 1 }}",
+    "{{ messages[0].role.nope() }}",
+    "{{ messages[5].role }}",
+]
+
+
+def _ours(source: str, conversation: Any, **kwargs: Any) -> tuple[str, Any]:
+    try:
+        return "ok", ChatTemplate(source).render(copy.deepcopy(conversation), **kwargs)
+    except TemplateError as exc:
+        return "error", exc
+
+
+@pytest.mark.parametrize("source", EXPRESSIONS)
+def test_fast_paths_match_transformers(source: str) -> None:
+    ours = _ours(source, CHAT)
+    theirs = reference_render(copy.deepcopy(CHAT), source)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "ok":
+        assert ours[1] == theirs[1]
+
+
+def test_a_missing_key_prints_nothing_and_fails_on_use() -> None:
+    template = ChatTemplate("[{{ messages[0].nope }}][{{ messages[0]['nope'] }}]")
+    assert template.render(CHAT) == "[][]"
+    with pytest.raises(TemplateError, match="nope"):
+        ChatTemplate("{{ messages[0].nope.x }}").render(CHAT)
+
+
+TOOLS_TEMPLATE = "{% for t in tools %}{{ t | tojson }}\n{% endfor %}{{ messages[0].content }}"
+
+
+def test_a_tool_set_changed_in_place_is_seen() -> None:
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    tools = [tool]
+    template = ChatTemplate(TOOLS_TEMPLATE)
+    template._memos["default"] = None  # every call renders (the tool-set cache is what is tested)
+    first = template.render(CHAT, tools=tools)
+    tool["function"]["name"] = "g"
+    second = template.render(CHAT, tools=tools)
+    assert '"name": "g"' in second and second != first
+    assert second == reference_render(copy.deepcopy(CHAT), TOOLS_TEMPLATE, tools=tools)[1]
+    tool["function"]["name"] = "f"
+    assert template.render(CHAT, tools=tools) == first
+
+
+def test_tool_sets_of_other_types_are_not_confused() -> None:
+    template = ChatTemplate(TOOLS_TEMPLATE)
+    template._memos["default"] = None
+    for value in (1, 1.0, True, "1", [1], {"1": 1}, None, 1):
+        tools = [{"a": value}]
+        assert (
+            template.render(CHAT, tools=tools) == reference_render(copy.deepcopy(CHAT), TOOLS_TEMPLATE, tools=tools)[1]
+        )
+
+
+def test_function_tool_text_follows_the_function() -> None:
+    def probe(city: str) -> str:
+        """
+        Look up a city.
+
+        Args:
+            city: The city
+        """
+        return city
+
+    template = ChatTemplate(TOOLS_TEMPLATE)
+    template._memos["default"] = None
+    first = template.render(CHAT, tools=[probe])
+    assert first == template.render(CHAT, tools=[probe])
+    assert first.startswith(__import__("json").dumps(get_json_schema(probe), ensure_ascii=False))
+    probe.__doc__ = probe.__doc__.replace("Look up", "Find")  # type: ignore[union-attr]
+    assert "Find a city" in template.render(CHAT, tools=[probe])
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [
+        "t | tojson",
+        "t | tojson(indent=4)",
+        "t | tojson(indent='  ', sort_keys=true)",
+        "t | tojson(separators=[',', ':'])",
+        "t | tojson(ensure_ascii=true)",
+    ],
+)
+def test_tool_json_with_any_arguments_matches_transformers(printed: str) -> None:
+    tools = [{"type": "function", "function": {"name": "météo", "parameters": {"b": 1, "a": [1.5, None]}}}]
+    source = f"{{% for t in tools %}}{{{{ {printed} }}}}|{{{{ t | tojson }}}}\n{{% endfor %}}"
+    template = ChatTemplate(source)
+    template._memos["default"] = None
+    expected = reference_render(copy.deepcopy(CHAT), source, tools=tools)
+    assert expected[0] == "ok"
+    assert template.render(CHAT, tools=tools) == expected[1]
+    assert template.render(CHAT, tools=tools) == expected[1]  # the second time from the tool set's JSON cache
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{% macro f(m, sep='-') %}{{ m.role }}{{ sep }}{{ caller() if caller is defined }}{% endmacro %}"
+        "{% for m in messages %}{{ f(m) }}{{ f(m, sep='+') }}{% call f(m) %}[{{ m.content[:3] }}]{% endcall %}"
+        "{% endfor %}",
+        "{% macro f(n) %}{{ n }}{% if n > 0 %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(5) }}",
+        "{% macro f() %}{{ varargs }}{{ kwargs }}{% endmacro %}{{ f(1, 2, a=3) }}",
+        "{% macro f(a) %}{{ a }}{% endmacro %}{{ f(1, 2) }}",
+    ],
+)
+def test_macro_calls_match_transformers(source: str) -> None:
+    ours = _ours(source, CHAT)
+    theirs = reference_render(copy.deepcopy(CHAT), source)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "ok":
+        assert ours[1] == theirs[1]
+
+
+def test_tool_sets_from_many_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    template = ChatTemplate(TOOLS_TEMPLATE)
+    template._memos["default"] = None
+
+    def render(n: int) -> str:
+        tools = [{"type": "function", "function": {"name": f"f{n % 100}"}}]  # more tool sets than the cache keeps
+        return template.render(CHAT, tools=tools)
+
+    with ThreadPoolExecutor(4) as pool:
+        texts = list(pool.map(render, range(400)))
+    assert all(f'"name": "f{n % 100}"' in text for n, text in enumerate(texts))

@@ -1,0 +1,202 @@
+"""``ChatTemplate(prefix_cache=True)``: a conversation that grows renders exactly as a cold render of it.
+
+The prefix cache remembers each iteration of a template's top-level loops (see ``render/_fragments.py``). A
+remembered iteration must give the text (and the failure, and the budget use) running it gives: every test
+here renders conversations as they grow, with one remembering template, and compares each render with a fresh
+template that remembers nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.corpora import CORPORA, corpus_path
+from tests.render.conversations import cases, function_tool_cases
+from tests.render.reference import SPECIAL_TOKENS
+from tests.render.test_differential import _template_files
+from tests.render.test_differential_properties import CONVERSATION, OPTIONS, TEMPLATES
+from turnkit import ChatTemplate, Limits, TemplateError, TemplateLimitError
+from turnkit.limits import DEFAULT_LIMITS
+from turnkit.render._fragments import fragment_loops
+from turnkit.render._sandbox import sandbox_for
+
+
+def _outcome(template: ChatTemplate, conversation: Any, options: dict[str, Any]) -> tuple[str, Any]:
+    try:
+        return "ok", template.render(copy.deepcopy(conversation), **_copy(options))
+    except TemplateError as exc:
+        return "error", exc.code
+
+
+def _copy(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: (list(v) if k == "tools" else copy.deepcopy(v)) for k, v in options.items()}
+
+
+def _grown_renders_match(source: str, conversations: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> int:
+    """Render every prefix of every conversation with one prefix-caching template; each must equal a cold
+    render. Returns how many iterations the cache remembered (so a test can show it was used)."""
+    try:
+        warm = ChatTemplate(source, special_tokens=SPECIAL_TOKENS, prefix_cache=True)
+    except TemplateError:
+        return 0
+    cold = ChatTemplate(source, special_tokens=SPECIAL_TOKENS)
+    for conversation, options in conversations:
+        for end in [*range(1, len(conversation) + 1), len(conversation)]:  # the last one twice: all remembered
+            prefix = conversation[:end]
+            assert _outcome(warm, prefix, options) == _outcome(cold, prefix, options), (end, options)
+        warm._memos.clear()  # the whole-render memo would answer a repeated input before the loops run
+    return sum(len(memo.entries) for memo in _fragment_memos(warm))
+
+
+def _fragment_memos(template: ChatTemplate) -> list[Any]:
+    compiled = template._compiled.get("default")
+    if compiled is None or isinstance(compiled, TemplateError):
+        return []
+    module = compiled.root_render_func.__globals__
+    return [value for name, value in module.items() if name.startswith("tk_fragments_")]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", _template_files())
+def test_grown_conversations_render_as_cold_ones(path: Path | None) -> None:
+    corpus_path("templates")
+    assert path is not None
+    source = path.read_text(encoding="utf-8")
+    conversations = [(conversation, options) for _, conversation, options in cases() + function_tool_cases()]
+    _grown_renders_match(source, conversations)
+
+
+def test_the_bundled_template_remembers_its_loops() -> None:
+    from importlib.resources import files
+
+    source = files("turnkit").joinpath("data", "chatml-tools.jinja").read_text(encoding="utf-8")
+    conversations = [(conversation, options) for _, conversation, options in cases()]
+    assert _grown_renders_match(source, conversations) > 0
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", TEMPLATES)
+def test_random_grown_conversations_render_as_cold_ones(name: str) -> None:
+    corpus_path("templates")
+    source = (CORPORA / "templates" / name).read_text(encoding="utf-8")
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(st.tuples(CONVERSATION, OPTIONS), min_size=1, max_size=3))
+    def check(conversations: list[tuple[list[dict[str, Any]], dict[str, Any]]]) -> None:
+        # one conversation grown from the next: later ones share earlier ones' prefixes
+        grown = []
+        so_far: list[dict[str, Any]] = []
+        for conversation, options in conversations:
+            so_far = so_far + conversation
+            grown.append((so_far, options))
+        _grown_renders_match(source, grown)
+
+    check()
+
+
+@pytest.mark.parametrize(
+    ("source", "qualifies"),
+    [
+        ("{% for m in messages %}{{ m.content }}{% endfor %}", True),
+        ("{% for m in messages %}{{ loop.index }}{{ loop.last }}{{ loop.nextitem }}{% endfor %}", True),
+        ("{% if x %}{% for m in messages %}{{ m.role }}{% endfor %}{% endif %}", True),
+        ("{% for m in messages %}{% for c in m.content %}{% break %}{% endfor %}{% endfor %}", True),
+        ("{% for m in messages %}{% if m.role %}{% break %}{% endif %}{% endfor %}", False),
+        ("{% for m in messages %}{% continue %}{% endfor %}", False),
+        ("{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% endfor %}", False),
+        ("{% for m in messages %}{{ loop.changed(m.role) }}{% endfor %}", False),
+        ("{% for m in messages %}{{ loop }}{% endfor %}", False),
+        ("{% for m in messages %}{{ loop.cycle('a', 'b') }}{% endfor %}", True),
+        ("{% for m in messages %}{% macro f() %}{% endmacro %}{% endfor %}", False),
+        ("{% macro f(ns) %}{% set ns.x = 1 %}{% endmacro %}{% for m in messages %}{{ m }}{% endfor %}", False),
+        ("{% for m in messages recursive %}{{ m }}{% endfor %}", False),
+        ("{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}{% endfor %}", False),
+        ("{% macro g() %}{% generation %}x{% endgeneration %}{% endmacro %}{% for m in messages %}{% endfor %}", False),
+        ("{% macro f() %}{% for m in messages %}{{ m }}{% endfor %}{% endmacro %}{{ f() }}", False),
+    ],
+)
+def test_which_loops_are_remembered(source: str, qualifies: bool) -> None:
+    assert bool(fragment_loops(sandbox_for(DEFAULT_LIMITS).parse(source))) is qualifies
+
+
+CHAT = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # a joiner and a macro are read by the body; the joiner cannot be keyed, so nothing is remembered
+        "{% set j = joiner('|') %}{% for m in messages %}{{ j() }}{{ m.content }}{% endfor %}",
+        "{% macro f(m) %}<{{ m.content }}>{% endmacro %}{% for m in messages %}{{ f(m) }}{% endfor %}",
+        "{% set ns = namespace(sys='S') %}{% for m in messages %}{{ ns.sys }}{{ m.content }}{{ x }}{% endfor %}",
+        "{% for m in messages %}{{ loop.previtem.content if loop.previtem is defined }}{{ loop.revindex }}{% endfor %}",
+        "{% for m in messages %}{% set x = m.content %}{{ x }}{{ y }}{% endfor %}{% set y = 1 %}",
+    ],
+)
+def test_values_the_body_reads_are_part_of_the_key(source: str) -> None:
+    warm = ChatTemplate(source, prefix_cache=True)
+    for x in ("1", "2", "1"):
+        for end in (1, 2, 3, 3):
+            expected = ChatTemplate(source).render(CHAT[:end], x=x)
+            assert warm.render(CHAT[:end], x=x) == expected
+            warm._memos.clear()
+
+
+def test_a_remembered_iteration_counts_its_loops() -> None:
+    # each message's body runs 10 iterations: 3 messages fit in 35, 4 do not, remembered or not
+    source = "{% for m in messages %}{% for i in range(10) %}.{% endfor %}{% endfor %}"
+    limits = Limits(max_loop_iterations=35)
+    warm = ChatTemplate(source, limits=limits, prefix_cache=True)
+    chat = [{"role": "user", "content": str(n)} for n in range(4)]
+    assert warm.render(chat[:3]) == "." * 30
+    with pytest.raises(TemplateLimitError) as cold:
+        ChatTemplate(source, limits=limits).render(chat)
+    with pytest.raises(TemplateLimitError) as remembered:
+        warm.render(chat)
+    assert remembered.value.code == cold.value.code == "template_loops"
+
+
+def test_templates_cannot_reach_the_cache() -> None:
+    warm = ChatTemplate("{% for m in messages %}{{ m.content }}{% endfor %}[{{ tk_fragments_0 }}]", prefix_cache=True)
+    assert warm.render(CHAT) == "abc[]"
+    assert warm.render(CHAT) == "abc[]"
+
+
+def test_prefix_cache_must_be_a_bool() -> None:
+    with pytest.raises(TypeError):
+        ChatTemplate("x", prefix_cache="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.corpus
+def test_how_many_corpus_templates_have_a_remembered_loop() -> None:
+    """The counts docs/render.md gives (a loop over ``messages`` or its usual slice ``loop_messages``)."""
+    import jinja2.nodes as nodes
+
+    root = corpus_path("templates")
+    sandbox = sandbox_for(DEFAULT_LIMITS)
+    counts = [0, 0, 0]
+    for path in sorted(root.rglob("*.jinja")):
+        loops = fragment_loops(sandbox.parse(path.read_text(encoding="utf-8")))
+        over_messages = [
+            loop
+            for loop in loops
+            if any(
+                n.name in ("messages", "loop_messages")
+                for n in [loop.iter, *loop.iter.find_all(nodes.Name)]
+                if isinstance(n, nodes.Name)
+            )
+        ]
+        clean = [
+            loop
+            for loop in over_messages
+            if not any(n.name == "messages" for stmt in loop.body for n in stmt.find_all(nodes.Name))
+        ]
+        for i, found in enumerate((loops, over_messages, clean)):
+            counts[i] += bool(found)
+    assert counts == [124, 121, 104]
