@@ -129,9 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     cold._memos["default"] = None  # every call renders (what a new conversation costs)
     grown_template = ChatTemplate(template, special_tokens=SPECIAL_TOKENS)
     prefix_template = ChatTemplate(template, special_tokens=SPECIAL_TOKENS, prefix_cache=True)
-    # more distinct conversations than the memo keeps (256), cycled: every call is a miss
+    # more distinct conversations than the memo keeps (256) and than it remembers having met (1,024), cycled:
+    # every call is an input never met
     grown = [
-        [*CONVERSATION, {"role": "user", "content": f"And in {city} #{n}?"}] for n, city in enumerate(CITIES * 128)
+        [*CONVERSATION, {"role": "user", "content": f"And in {city} #{n}?"}] for n, city in enumerate(CITIES * 1024)
     ]
     rows = []
     for label, tools in (("JSON-schema tools", json_tools), ("Python-function tools", PYTHON_TOOLS)):

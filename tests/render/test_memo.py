@@ -24,12 +24,29 @@ def _memo(template: ChatTemplate) -> Any:
     return template._memos["default"]
 
 
-def test_an_unchanged_input_is_rendered_once() -> None:
+def test_an_unchanged_input_is_rendered_twice_at_most() -> None:
     template = ChatTemplate(TEMPLATE)
     first = template.render(CHAT)
+    assert len(_memo(template).entries) == 0  # met once: no key computed, nothing kept
+    second = template.render(copy.deepcopy(CHAT))
+    assert second == first and len(_memo(template).entries) == 1  # met again: kept
+    assert template.render(copy.deepcopy(CHAT)) is second  # same content, other objects: the same text
     assert len(_memo(template).entries) == 1
-    assert template.render(copy.deepcopy(CHAT)) is first  # same content, other objects: the same text
-    assert len(_memo(template).entries) == 1
+
+
+def test_inputs_met_once_cost_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    import turnkit.render._template as module
+
+    keys = []
+    real = module._memo_key
+    monkeypatch.setattr(module, "_memo_key", lambda *args: keys.append(args) or real(*args))
+    template = ChatTemplate(TEMPLATE)
+    for n in range(300):  # a batch of distinct conversations, then a growing chat
+        template.render([*CHAT, {"role": "user", "content": f"question {n}"}])
+        template.render(CHAT + [{"role": "user", "content": "turn"}] * n)
+    assert keys == [] and len(_memo(template).entries) == 0
+    template.render([*CHAT, {"role": "user", "content": "question 7"}])  # an earlier one again: keyed, kept
+    assert len(keys) == 1 and len(_memo(template).entries) == 1
 
 
 @pytest.mark.parametrize(
@@ -47,8 +64,9 @@ def test_any_change_to_the_input_is_seen(change: Any) -> None:
     template = ChatTemplate(TEMPLATE)
     chat = copy.deepcopy(CHAT)
     template.render(chat)
+    template.render(chat)
     change(chat)  # mutated in place: the memo keys on content, never on identity
-    assert template.render(chat) == ChatTemplate(TEMPLATE).render(chat)
+    assert template.render(chat) == template.render(chat) == ChatTemplate(TEMPLATE).render(chat)
     assert len(_memo(template).entries) == 2
 
 
@@ -118,8 +136,9 @@ def test_the_same_conversation_decoded_again_is_a_hit() -> None:
 
     template = ChatTemplate(TEMPLATE)
     text = json.dumps(CHAT)
-    first = template.render(json.loads(text))
-    assert template.render(json.loads(text)) is first  # a server decoding the same history per request
+    template.render(json.loads(text))
+    second = template.render(json.loads(text))
+    assert template.render(json.loads(text)) is second  # a server decoding the same history per request
 
 
 def test_shared_parts_are_keyed_by_reference_not_expanded() -> None:

@@ -326,7 +326,7 @@ class ChatTemplate:
         trusted: set[int] = set()
         schemas = tool_schemas(tools, trusted)
         key = None
-        if memo is not None and not batched and TRACKER.get() is None:
+        if memo is not None and not batched and TRACKER.get() is None and memo.seen(_fingerprint(conversation)):
             key = _memo_key(
                 name, conversation, tools_key(schemas), documents, add_generation_prompt, continue_final_message, kwargs
             )
@@ -427,6 +427,16 @@ _IMPURE = ("strftime_now", "lipsum", "random", "sameas")
 def _deterministic(source: str) -> bool:
     """Whether the template's output is a function of its variables alone (no clock, no randomness)."""
     return not any(word in source for word in _IMPURE)
+
+
+def _fingerprint(conversation: Any) -> int:
+    """A cheap function of a conversation's content (equal conversations, equal numbers): its length and its last
+    message's text. Anything else (tools, options) only makes more inputs share a number, which costs a key."""
+    if type(conversation) is not list or not conversation:
+        return 0
+    last = conversation[-1]
+    content = last.get("content") if type(last) is dict else None
+    return hash((len(conversation), content if type(content) is str else None))
 
 
 def _memo_key(
