@@ -157,20 +157,34 @@ class Emitter:
 
         Whitespace at the end of a piece is held: emitted if more text of the field follows (``"A\n<think>..
         </think>\nB"`` keeps both newlines), dropped at the end of the output."""
-        if not text:
-            return
         if self.strip:
-            if not self._started[field]:
-                text = text.lstrip()
-                if not text:
-                    return
-                self._started[field] = True
-            core = text.rstrip()
-            if not core:
-                self._pending[field] += text
-                return
-            text, self._pending[field] = self._pending[field] + core, text[len(core) :]
-        self._raw_text(field, text)
+            text = self._stripped(field, text)
+        if text:
+            self._raw_text(field, text)
+
+    def text_now(self, field: str, text: str) -> list[Delta]:
+        """Hot path: ``text(field, text)`` then ``take()``, when no delta is pending and no region held."""
+        if self.strip:
+            text = self._stripped(field, text)
+        if not text:
+            return []
+        self._texts[field].parts.append(text)
+        return [{field: text}]
+
+    def _stripped(self, field: str, text: str) -> str:
+        """What of ``text`` is emitted now when edges are trimmed: a field's leading whitespace is dropped, a
+        piece's trailing whitespace held until more text of the field follows."""
+        if not self._started[field]:
+            text = text.lstrip()
+            if not text:
+                return ""
+            self._started[field] = True
+        core = text.rstrip()
+        if not core:
+            self._pending[field] += text
+            return ""
+        text, self._pending[field] = self._pending[field] + core, text[len(core) :]
+        return text
 
     def _raw_text(self, field: str, text: str) -> None:
         self._texts[field].parts.append(text)

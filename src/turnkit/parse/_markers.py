@@ -9,7 +9,7 @@ is proportional to the chunk.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 __all__ = ["MarkerScanner", "MarkerSet"]
 
@@ -27,6 +27,7 @@ class MarkerSet:
         "_first_re",
         "_first1",
         "plain_prefixes",
+        "loud",
     )
 
     def __init__(self, markers: Iterable[str]) -> None:
@@ -40,6 +41,9 @@ class MarkerSet:
         # Where a marker could start: one character (the usual "<") is tested with ``in``, several with a class.
         self._first1 = self._first if len(self._first) == 1 else ""
         self._first_re = re.compile(f"[{re.escape(self._first)}]") if len(self._first) > 1 else None
+        self.loud: Callable[[str], object] = re.compile(f"[{re.escape(self._first)}]" if unique else "(?!)").search
+        """Whether a marker can start in a text (a match, else ``None``): the negation of :meth:`quiet` as one
+        C call, for the engine's hot path."""
         # No marker occurs inside another marker's beginning past its first character (true of "<tag>"-style
         # markers): then a held prefix extended into a longer prefix is held as a whole, nothing released.
         self.plain_prefixes = not any(m in p[1:] for p in self.prefixes for m in unique)

@@ -6,7 +6,6 @@ Each parameter becomes JSON text as it completes; string values stream as they a
 from __future__ import annotations
 
 import enum
-import json
 import re
 from functools import lru_cache
 
@@ -21,7 +20,7 @@ from turnkit.parse._bodies.base import (
     typed_value,
 )
 from turnkit.parse._emit import Delta, Emitter
-from turnkit.parse._json_scan import json_text
+from turnkit.parse._json_scan import json_string_body, json_text
 from turnkit.parse._markers import MarkerScanner, MarkerSet
 from turnkit.parse._spec import XmlParams
 
@@ -29,6 +28,8 @@ __all__ = ["XmlParamsBody"]
 
 
 class _State(enum.Enum):
+    __hash__ = object.__hash__  # members are singletons: hashed by identity, not by name in Python (a dict key)
+
     AWAIT = enum.auto()
     """Before a function: its opening marker (``function_open``)."""
     NAME = enum.auto()
@@ -65,6 +66,13 @@ def _xml_sets(spec: XmlParams, region_close: str | None) -> tuple[MarkerSet, ...
     )
 
 
+@lru_cache(maxsize=256)
+def _undecided(followers: tuple[str, ...]) -> frozenset[str]:
+    """The texts after a value's close marker (leading whitespace stripped) that leave it undecided: nothing
+    yet, or the beginning of a follower that does not already start with a whole follower."""
+    return frozenset(f[:k] for f in followers for k in range(len(f)) if not f[:k].startswith(followers))
+
+
 class XmlParamsBody(Body):
     """XML-style parameters, converted to JSON text as each parameter completes (strings stream)."""
 
@@ -99,6 +107,7 @@ class XmlParamsBody(Body):
         self.held_newline = ""
         self.value_parts: list[str] = []
         self.followers = tuple(m for m in (spec.param_open, spec.function_close, region_close) if m)
+        self.undecided = _undecided(self.followers)
         self.closing = ""  # the text after a value's close marker, until it decides
 
     def feed(self, text: str) -> Fed:
@@ -191,11 +200,10 @@ class XmlParamsBody(Body):
             elif state is _CLOSING:
                 self.closing += text
                 head = self.closing.lstrip()
-                closes = any(head.startswith(f) for f in self.followers)
-                if not closes and (not head or any(f.startswith(head) for f in self.followers)):
+                if head in self.undecided:
                     return None  # may still become a follower
                 text, self.closing = self.closing, ""
-                if closes:
+                if head.startswith(self.followers):
                     self._value_end()
                     self.state = _PARAMS
                 else:  # the close marker was part of the value: read on as value text
@@ -205,7 +213,13 @@ class XmlParamsBody(Body):
 
     def fast(self, text: str) -> list[Delta] | None:
         state = self.state
-        if state is _CLOSING:  # after a value's close marker, what follows decides: feed() does it
+        if state is _CLOSING:
+            # After a value's close marker: text that may still become a follower is kept (as feed() does); what
+            # decides goes through feed().
+            closing = self.closing + text
+            if closing.lstrip() in self.undecided:
+                self.closing = closing
+                return []
             return None
         if state is not _VALUE:
             scan = self._scans[state]
@@ -248,7 +262,7 @@ class XmlParamsBody(Body):
                 return None
             held, self.held_newline = self.held_newline, text[len(core) :]
             if held:
-                core = (json.dumps(held)[1:-1] if _NEEDS_ESCAPE.search(held) else held) + core
+                core = (json_string_body(held) if _NEEDS_ESCAPE.search(held) else held) + core
             return self.out.args_delta(core)
         return None
 
@@ -268,7 +282,7 @@ class XmlParamsBody(Body):
             if text.endswith("\n"):
                 text, self.held_newline = text[:-1], "\n"
             if text:
-                self.out.args(json.dumps(text, ensure_ascii=False)[1:-1])
+                self.out.args(json_string_body(text))
             return
         if not self.value_started:
             text = text.lstrip()
@@ -281,7 +295,7 @@ class XmlParamsBody(Body):
             self.held_newline += text
             return
         text, self.held_newline = self.held_newline + core, text[len(core) :]
-        self.out.args(json.dumps(text, ensure_ascii=False)[1:-1])
+        self.out.args(json_string_body(text))
 
     def _value_end(self) -> None:
         if self.kind == "string":
