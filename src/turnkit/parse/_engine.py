@@ -250,6 +250,9 @@ class StreamParser:
                     replay = self._fast_replay
                     if replay is not None:
                         replay.append(text)  # the region's text, kept while the body may still reject it
+                        region = self._region
+                        if deltas and region is not None and len(self._out.calls) != region.calls_at_entry:
+                            region.replay = self._fast_replay = None  # a call started: no rejection now
                     return deltas
         return self._feed(text)
 
@@ -301,10 +304,11 @@ class StreamParser:
             region = self._region
             if region is None or region.body is None:
                 return
-            if region.replay is not None and len(out.calls) != region.calls_at_entry:
-                region.replay = None  # what the next _body_feed would do first
+            replay = region.replay
+            if replay is not None and len(out.calls) != region.calls_at_entry:
+                replay = region.replay = None  # what the next _body_feed would do first
             self._fast = region.body.fast
-            self._fast_replay = region.replay
+            self._fast_replay = replay
             return
         self._fast_replay = None
         scanner = self._scanner

@@ -20,6 +20,7 @@ __all__ = ["JsonDepthGauge", "JsonValueScanner", "json_string_body", "json_text"
 
 _STRING_STOP = re.compile(r'["\\]')
 _NEST_STOP = re.compile(r'["{}\[\]]')
+_BRACKET = re.compile(r"[{}\[\]]")
 _SCALAR = re.compile(r"[^\s,\]}\)<]*")
 
 
@@ -91,6 +92,23 @@ class JsonValueScanner:
                 if self.depth == 0:
                     return pos
         return -1
+
+    def skim(self, text: str) -> bool:
+        """The hot path of a value already begun (not a bare scalar): advance over ``text`` and return True if the
+        value goes on past it; else leave the state as it was and return False (``feed`` then finds the end)."""
+        if not self.escape and "\\" not in text:
+            if self.in_string and '"' not in text:
+                return True
+            if self.depth and _BRACKET.search(text) is None:
+                # Quotes only, inside an object or array: each one opens or closes a string; the value goes on.
+                if text.count('"') & 1:
+                    self.in_string = not self.in_string
+                return True
+        depth, in_string, escape = self.depth, self.in_string, self.escape
+        if self.feed(text) < 0:
+            return True
+        self.depth, self.in_string, self.escape = depth, in_string, escape
+        return False
 
 
 class JsonDepthGauge:
@@ -165,6 +183,12 @@ keeps no state between calls)."""
 
 def json_text(value: Any) -> str:
     """Compact-ish JSON text as OpenAI servers emit it (``", "`` and ``": "`` separators, UTF-8 kept)."""
+    kind = type(value)
+    if kind is str:  # the encoder's own steps for the common scalars, without setting up an encoding pass
+        text: str = encode_basestring(value)
+        return text
+    if kind is int:
+        return int.__repr__(value)
     return _ENCODER.encode(value)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-import re
 
 from turnkit.parse._bodies.base import MAX_NAME, REJECT, WS, Body, Fed, ToolTypes, after_fence, check_depth
 from turnkit.parse._bodies.json_args import JsonArgsBody
@@ -84,7 +83,6 @@ class _Role(enum.Enum):
 
 _NAME, _ARGS, _ID, _CONTENT, _ENVELOPE, _SKIP = _Role
 
-_JSON_SPECIAL = re.compile(r'["\\{}\[\]]')
 _MAX_FENCE_LINE = 64
 _MAX_WRAP_TAG = 32
 
@@ -337,33 +335,45 @@ class JsonCallsBody(Body):
     # -- member values -------------------------------------------------------------------------------
     def fast(self, text: str) -> list[Delta] | None:
         """Chunks inside a member's key or value that do not end it (see :meth:`Body.fast`)."""
-        scanner = self.scanner
         state = self.state
-        if scanner is None or scanner.scalar or self.delegate is not None:
-            return None
-        if state is _KEY:
+        scanner = self.scanner
+        if state is _VALUE:  # (a delegating body stays in START)
+            role = self.role
+            if role is _ENVELOPE:
+                return None
+            if scanner is None:
+                return self._fast_value_start(text)
+            if scanner.escape or not scanner.in_string or '"' in text or "\\" in text:  # (else: more string text)
+                if scanner.scalar or not scanner.skim(text):
+                    return None
+            if role is _ARGS and self.started and not self.string_args:
+                calls = self.out.calls  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
+                calls[-1].parts.parts.append(text)
+                return [{"tool_calls": [{"index": len(calls) - 1, "function": {"arguments": text}}]}]
+            if role is not _SKIP:
+                self.value_parts.append(text)
+            return []
+        if state is _KEY and scanner is not None:
             # Inside the key string: without a quote or backslash the chunk is only more key text (as _key).
             if scanner.escape or '"' in text or "\\" in text or len(self.key_raw) + len(text) > MAX_NAME:
                 return None
             self.key_raw += text
             return []
-        role = self.role
-        if state is not _VALUE or role is _ENVELOPE:
-            return None
-        if scanner.escape or _JSON_SPECIAL.search(text) is not None:
-            # Quotes or brackets: the scanner decides. If the value goes on past this chunk, all of it is value
-            # text (what _value does with it); if it ends inside, the scanner is put back and feed() does the work.
-            depth, in_string, escape = scanner.depth, scanner.in_string, scanner.escape
-            if scanner.feed(text) >= 0:
-                scanner.depth, scanner.in_string, scanner.escape = depth, in_string, escape
+        return None
+
+    def _fast_value_start(self, text: str) -> list[Delta] | None:
+        """A chunk that begins a member's value without ending it (a string with no quote or backslash after its
+        opening quote, an object or array with no closing bracket): fed as usual, the deltas taken at once."""
+        head = text.lstrip(WS)
+        if head:
+            first, rest = head[0], head[1:]
+            if first == '"':
+                if '"' in rest or "\\" in rest:
+                    return None
+            elif first != "{" and first != "[" or "}" in rest or "]" in rest:
                 return None
-        if role is _ARGS and self.started and not self.string_args:
-            calls = self.out.calls  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
-            calls[-1].parts.parts.append(text)
-            return [{"tool_calls": [{"index": len(calls) - 1, "function": {"arguments": text}}]}]
-        if role is not _SKIP:
-            self.value_parts.append(text)
-        return []
+        self.feed(text)
+        return self.out.take()
 
     def _value(self, text: str, pos: int) -> int | _End:
         end = len(text)
