@@ -245,15 +245,16 @@ class StreamParser:
                     self._closed = "failed"
                     self._fast = None
                     raise
-                if deltas is not None:
-                    self._size = size
-                    replay = self._fast_replay
-                    if replay is not None:
-                        replay.append(text)  # the region's text, kept while the body may still reject it
-                        region = self._region
-                        if deltas and region is not None and len(self._out.calls) != region.calls_at_entry:
-                            region.replay = self._fast_replay = None  # a call started: no rejection now
-                    return deltas
+                self._size = size
+                if deltas is None:
+                    return self._full(text)
+                replay = self._fast_replay
+                if replay is not None:
+                    replay.append(text)  # the region's text, kept while the body may still reject it
+                    region = self._region
+                    if deltas and region is not None and len(self._out.calls) != region.calls_at_entry:
+                        region.replay = self._fast_replay = None  # a call started: no rejection now
+                return deltas
         return self._feed(text)
 
     def _feed(self, text: str) -> list[Delta]:
@@ -270,17 +271,22 @@ class StreamParser:
                 f"model output longer than max_input_chars={self._limits.max_input_chars}",
                 position=self._limits.max_input_chars,
             )
+        if self._prefix_pending and text:
+            self._content(self._prefix_pending)
+            self._prefix_pending = ""
+        if self._out.holding:
+            region = self._region
+            assert region is not None
+            region.raw.append(text)
+        return self._full(text)
+
+    def _full(self, text: str) -> list[Delta]:
+        """The full path for a checked and counted chunk (also one the armed step declined: armed, no prefix is
+        pending and no region is held)."""
+        self._fast = None
         try:
-            if self._prefix_pending and text:
-                self._content(self._prefix_pending)
-                self._prefix_pending = ""
-            out = self._out
-            if out.holding:
-                region = self._region
-                assert region is not None
-                region.raw.append(text)
             self._run(text)
-            deltas = out.take()
+            deltas = self._out.take()
             self._arm()
             return deltas
         except BaseException:
@@ -294,8 +300,8 @@ class StreamParser:
         ``feed`` that takes the full path chooses again.
 
         Inside a body it is the decoder's own fast step (the replay of the region's text, needed while the body
-        may still reject it, is kept by ``feed`` as _body_feed keeps it); inside a marker's beginning, holding
-        more of it; in content or reasoning, text in which no marker can start."""
+        may still reject it, is kept by ``feed`` as _body_feed keeps it); in content, reasoning or after a body,
+        a chunk in which no marker completes; elsewhere, more of a marker's beginning."""
         out = self._out
         if out.holding or out.deltas or self._prefix_pending:
             return
@@ -312,32 +318,64 @@ class StreamParser:
             return
         self._fast_replay = None
         scanner = self._scanner
-        if scanner.held:
-            if scanner.markers.plain_prefixes:
-                self._fast = self._fast_held
-        elif mode is _CONTENT:
-            self._fast_loud = scanner.markers.loud
+        self._fast_loud = scanner.markers.loud
+        if mode is _CONTENT:
             self._fast = self._fast_content
         elif mode is _REASONING:
-            self._fast_loud = scanner.markers.loud
             self._fast = self._fast_reasoning
+        elif mode is _AFTER:
+            self._fast = self._fast_after
+        elif scanner.held and scanner.markers.plain_prefixes:
+            self._fast = self._fast_held
 
     def _fast_held(self, text: str) -> list[Delta] | None:
         """Armed inside a marker's beginning: still only its beginning, every mode waits."""
         return [] if self._scanner.hold_more(text) else None
 
-    def _fast_content(self, text: str) -> list[Delta] | None:
-        """Armed in content: text in which no marker can start is content (as _run would find)."""
-        if self._fast_loud(text):
+    def _released(self, text: str) -> str | None:
+        """The scan of a chunk in which no marker completes: the text it releases (a marker's possible beginning
+        is held); ``None``, with the scanner as it was, when a marker completes (the full path takes it)."""
+        scanner = self._scanner
+        held = scanner.held
+        if held and scanner.markers.plain_prefixes and scanner.hold_more(text):
+            return ""
+        before, marker, _rest = scanner.scan(text)
+        if marker is None:
+            return before
+        scanner.held = held
+        return None
+
+    def _fast_after(self, text: str) -> list[Delta] | None:
+        """Armed after a body that ended before its region's close marker: whitespace is kept for what follows
+        (as _after_body does); text or a marker takes the full path."""
+        held = self._scanner.held
+        released = self._released(text)
+        if released is None:
             return None
+        if released.strip():
+            self._scanner.held = held
+            return None
+        self._after_space += released
+        return []
+
+    def _fast_content(self, text: str) -> list[Delta] | None:
+        """Armed in content: a chunk in which no marker completes is content (as _run would find)."""
+        if self._scanner.held or self._fast_loud(text) is not None:
+            released = self._released(text)
+            if not released:
+                return None if released is None else []
+            text = released
         if self._at_start and text.strip():
             self._at_start = False
         return self._out.text_now(CONTENT, text)
 
     def _fast_reasoning(self, text: str) -> list[Delta] | None:
-        """Armed in reasoning: text in which no marker can start is reasoning (as _in_reasoning would find)."""
-        if self._fast_loud(text):
-            return None
+        """Armed in reasoning: a chunk in which no marker completes is reasoning (as _in_reasoning would find)."""
+        if self._scanner.held or self._fast_loud(text) is not None:
+            released = self._released(text)
+            if not released:
+                return None if released is None else []
+            text = released
         if self._reasoning_fresh and text.strip():
             self._reasoning_fresh = False
         if self._held is None:

@@ -16,12 +16,13 @@ from typing import Any
 
 from turnkit.errors import LimitExceededError, snippet_around
 
-__all__ = ["JsonDepthGauge", "JsonValueScanner", "json_string_body", "json_text", "too_deep"]
+__all__ = ["JsonDepthGauge", "JsonValueScanner", "json_string_body", "json_text", "plain_string", "too_deep"]
 
 _STRING_STOP = re.compile(r'["\\]')
 _NEST_STOP = re.compile(r'["{}\[\]]')
 _BRACKET = re.compile(r"[{}\[\]]")
 _SCALAR = re.compile(r"[^\s,\]}\)<]*")
+_PLAIN_STRING = re.compile(r'"([^"\\\x00-\x1f]*)"')
 
 
 class JsonValueScanner:
@@ -190,6 +191,13 @@ def json_text(value: Any) -> str:
     if kind is int:
         return int.__repr__(value)
     return _ENCODER.encode(value)
+
+
+def plain_string(raw: str) -> str | None:
+    """The value of a JSON string literal with no escapes or control characters (most keys and names): what
+    ``json.loads(raw)`` gives, without its cost; ``None`` for any other text (then ``json.loads`` decides)."""
+    plain = _PLAIN_STRING.fullmatch(raw)
+    return None if plain is None else plain.group(1)
 
 
 def json_string_body(text: str) -> str:

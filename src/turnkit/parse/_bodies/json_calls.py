@@ -13,7 +13,7 @@ import json
 from turnkit.parse._bodies.base import MAX_NAME, REJECT, WS, Body, Fed, ToolTypes, after_fence, check_depth
 from turnkit.parse._bodies.json_args import JsonArgsBody
 from turnkit.parse._emit import Delta, Emitter
-from turnkit.parse._json_scan import JsonValueScanner, json_text
+from turnkit.parse._json_scan import JsonValueScanner, json_text, plain_string
 from turnkit.parse._spec import JsonCalls
 
 __all__ = ["JsonCallsBody"]
@@ -305,10 +305,12 @@ class JsonCallsBody(Body):
                 return _End(self._give_up(""))
             return _End(None)
         self.key_raw += text[pos : pos + stop]
-        try:
-            key = json.loads(self.key_raw)
-        except ValueError:
-            key = self.key_raw
+        key = plain_string(self.key_raw)
+        if key is None:
+            try:
+                key = json.loads(self.key_raw)
+            except ValueError:
+                key = self.key_raw
         self.role = self._role(str(key))
         self.state = _COLON
         return pos + stop
@@ -439,10 +441,12 @@ class JsonCallsBody(Body):
                 self.out.text("content", value)
                 self.produced = True
         elif role is _NAME:
-            try:
-                name = json.loads(raw)
-            except ValueError:
-                name = raw.strip('"')
+            name = plain_string(raw)
+            if name is None:
+                try:
+                    name = json.loads(raw)
+                except ValueError:
+                    name = raw.strip('"')
             self.name = str(name) if isinstance(name, str) and name.strip() else None
             if (
                 self.name is not None

@@ -213,6 +213,42 @@ class XmlParamsBody(Body):
 
     def fast(self, text: str) -> list[Delta] | None:
         state = self.state
+        if state is _VALUE:
+            scan = self.value_scan
+            held = scan.held
+            if held:
+                if scan.hold_more(text):
+                    return []
+            elif scan.markers.loud(text) is None:  # no value-ending marker can start here: all of it is value text
+                if self.kind != "string":
+                    self.value_parts.append(text)
+                    return []
+                if self.spec.trim == "space" and self.value_started and _NEEDS_ESCAPE.search(text) is None:
+                    core = text.rstrip()
+                    if core:
+                        held, self.held_newline = self.held_newline, text[len(core) :]
+                        if held:
+                            core = (json_string_body(held) if _NEEDS_ESCAPE.search(held) else held) + core
+                        return self.out.args_delta(core)
+                self._value_text(text)
+                return self.out.take()
+            # What feed() does with the chunk, when the body goes on past it: text before a marker's possible
+            # beginning is value text; a value's close marker followed by what may still become a follower waits.
+            before, marker, rest = scan.scan(text)
+            if marker is None:
+                if self.kind != "string":
+                    if before:
+                        self.value_parts.append(before)  # (as _value_text)
+                    return []
+                self._value_text(before)
+                return self.out.take()
+            if marker == self.spec.param_close and rest.lstrip() in self.undecided:
+                self._value_text(before)
+                self.state = _CLOSING
+                self.closing = rest
+                return self.out.take()
+            scan.held = held
+            return None
         if state is _CLOSING:
             # After a value's close marker: text that may still become a follower is kept (as feed() does); what
             # decides goes through feed().
@@ -221,49 +257,21 @@ class XmlParamsBody(Body):
                 self.closing = closing
                 return []
             return None
-        if state is not _VALUE:
-            scan = self._scans[state]
-            if scan.held:
-                return [] if scan.hold_more(text) else None  # inside a marker's beginning: feed() would wait
-            if state is _PARAMS or (state is _AWAIT and self.out.calls):
-                # Between parameters or functions the text before a marker is skipped: what matters is whether a
-                # marker completes here (then feed() does the work, on the scanner as it was).
-                if scan.markers.quiet(text):
-                    return []
-                if scan.scan(text)[1] is None:
-                    return []
-                scan.held = ""
-            elif (state is _NAME or state is _KEY) and scan.markers.quiet(text):
-                if len(self.text_buf) + len(text) <= MAX_NAME:
-                    self.text_buf += text  # more of the name or key (as feed() collects it)
-                    return []
-            return None
-        scan = self.value_scan
+        scan = self._scans[state]
         if scan.held:
-            return [] if scan.hold_more(text) else None
-        if self.kind != "string" and "<" in text:
-            # A typed value is collected until it ends: text up to a marker's possible beginning is kept.
-            before, marker, _rest = scan.scan(text)
-            if marker is None:
-                if before:
-                    self.value_parts.append(before)
+            return [] if scan.hold_more(text) else None  # inside a marker's beginning: feed() would wait
+        if state is _PARAMS or (state is _AWAIT and self.out.calls):
+            # Between parameters or functions the text before a marker is skipped: what matters is whether a
+            # marker completes here (then feed() does the work, on the scanner as it was).
+            if scan.markers.quiet(text):
+                return []
+            if scan.scan(text)[1] is None:
                 return []
             scan.held = ""
-            return None
-        # Every built-in value-ending marker starts with "<": text without one cannot end the value.
-        if "<" in text:
-            return None
-        if self.kind != "string":
-            self.value_parts.append(text)
-            return []
-        if self.spec.trim == "space" and self.value_started and _NEEDS_ESCAPE.search(text) is None:
-            core = text.rstrip()
-            if not core:
-                return None
-            held, self.held_newline = self.held_newline, text[len(core) :]
-            if held:
-                core = (json_string_body(held) if _NEEDS_ESCAPE.search(held) else held) + core
-            return self.out.args_delta(core)
+        elif (state is _NAME or state is _KEY) and scan.markers.quiet(text):
+            if len(self.text_buf) + len(text) <= MAX_NAME:
+                self.text_buf += text  # more of the name or key (as feed() collects it)
+                return []
         return None
 
     def _value_text(self, text: str) -> None:
