@@ -206,7 +206,6 @@ class StreamParser:
         self._size = 0
         self._max_input = limits.max_input_chars
         self._fast: Callable[[str], list[Delta] | None] | None = None  # set by _arm (see there)
-        self._fast_replay: list[str] | None = None
         self._fast_loud = self._c.content_markers.loud  # set by _arm: the current scanner's markers' test
         self._mode = _CONTENT
         self._scanner = MarkerScanner(self._c.content_markers)
@@ -248,12 +247,6 @@ class StreamParser:
                 self._size = size
                 if deltas is None:
                     return self._full(text)
-                replay = self._fast_replay
-                if replay is not None:
-                    replay.append(text)  # the region's text, kept while the body may still reject it
-                    region = self._region
-                    if deltas and region is not None and len(self._out.calls) != region.calls_at_entry:
-                        region.replay = self._fast_replay = None  # a call started: no rejection now
                 return deltas
         return self._feed(text)
 
@@ -283,8 +276,15 @@ class StreamParser:
     def _full(self, text: str) -> list[Delta]:
         """The full path for a checked and counted chunk (also one the armed step declined: armed, no prefix is
         pending and no region is held)."""
-        self._fast = None
+        fast, self._fast = self._fast, None
         try:
+            if fast is not None and self._mode is _BODY:
+                # Declined inside a body: the decoder reads the chunk; if it goes on, the same step stays armed.
+                text = self._body_feed(text)
+                region = self._region
+                if not text and self._mode is _BODY and region is not None and region.body is not None:
+                    self._arm_body(region, region.body)
+                    return self._out.take()
             self._run(text)
             deltas = self._out.take()
             self._arm()
@@ -299,8 +299,8 @@ class StreamParser:
         the full path. Armed only when no delta is pending and no region is held back (``whole_calls``); any
         ``feed`` that takes the full path chooses again.
 
-        Inside a body it is the decoder's own fast step (the replay of the region's text, needed while the body
-        may still reject it, is kept by ``feed`` as _body_feed keeps it); in content, reasoning or after a body,
+        Inside a body it is the decoder's own fast step (while the body may still reject the region, wrapped to
+        keep the replay of the region's text); in content, reasoning or after a body,
         a chunk in which no marker completes; elsewhere, more of a marker's beginning."""
         out = self._out
         if out.holding or out.deltas or self._prefix_pending:
@@ -308,15 +308,9 @@ class StreamParser:
         mode = self._mode
         if mode is _BODY:
             region = self._region
-            if region is None or region.body is None:
-                return
-            replay = region.replay
-            if replay is not None and len(out.calls) != region.calls_at_entry:
-                replay = region.replay = None  # what the next _body_feed would do first
-            self._fast = region.body.fast
-            self._fast_replay = replay
+            if region is not None and region.body is not None:
+                self._arm_body(region, region.body)
             return
-        self._fast_replay = None
         scanner = self._scanner
         self._fast_loud = scanner.markers.loud
         if mode is _CONTENT:
@@ -327,6 +321,24 @@ class StreamParser:
             self._fast = self._fast_after
         elif scanner.held and scanner.markers.plain_prefixes:
             self._fast = self._fast_held
+
+    def _arm_body(self, region: _Region, body: Body) -> None:
+        replay = region.replay
+        if replay is not None and len(self._out.calls) != region.calls_at_entry:
+            replay = region.replay = None  # a call started: the body can no longer reject (as _body_feed)
+        self._fast = body.fast if replay is None else self._fast_replaying
+
+    def _fast_replaying(self, text: str) -> list[Delta] | None:
+        """Armed in a body that may still reject its region: the body's fast step, the text kept for the replay
+        (as _body_feed keeps it)."""
+        region = self._region
+        assert region is not None and region.body is not None and region.replay is not None
+        deltas = region.body.fast(text)
+        if deltas is not None:
+            region.replay.append(text)
+            if deltas:
+                self._arm_body(region, region.body)
+        return deltas
 
     def _fast_held(self, text: str) -> list[Delta] | None:
         """Armed inside a marker's beginning: still only its beginning, every mode waits."""

@@ -125,6 +125,8 @@ class JsonCallsBody(Body):
         self.string_args = False
         self.sep_space = ""  # whitespace after a call, given back unless a separator follows
         self.sep_seen = False
+        self.sink: list[str] | None = None  # the streamed arguments' fragments (set where a member value starts)
+        self.sink_index = 0
 
     def _reset_object(self) -> None:
         self.name = None
@@ -337,24 +339,26 @@ class JsonCallsBody(Body):
     # -- member values -------------------------------------------------------------------------------
     def fast(self, text: str) -> list[Delta] | None:
         """Chunks inside a member's key or value that do not end it (see :meth:`Body.fast`)."""
-        state = self.state
         scanner = self.scanner
-        if state is _VALUE:  # (a delegating body stays in START)
-            role = self.role
-            if role is _ENVELOPE:
+        if self.state is not _VALUE or scanner is None:  # (a delegating body stays in START)
+            return self._fast_edge(text)
+        if scanner.escape or not scanner.in_string or '"' in text or "\\" in text:  # (else: more string text)
+            if scanner.scalar or not scanner.skim(text):
                 return None
-            if scanner is None:
-                return self._fast_value_start(text)
-            if scanner.escape or not scanner.in_string or '"' in text or "\\" in text:  # (else: more string text)
-                if scanner.scalar or not scanner.skim(text):
-                    return None
-            if role is _ARGS and self.started and not self.string_args:
-                calls = self.out.calls  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
-                calls[-1].parts.parts.append(text)
-                return [{"tool_calls": [{"index": len(calls) - 1, "function": {"arguments": text}}]}]
-            if role is not _SKIP:
-                self.value_parts.append(text)
-            return []
+        sink = self.sink
+        if sink is not None:  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
+            sink.append(text)
+            return [{"tool_calls": [{"index": self.sink_index, "function": {"arguments": text}}]}]
+        if self.role is not _SKIP:
+            self.value_parts.append(text)
+        return []
+
+    def _fast_edge(self, text: str) -> list[Delta] | None:
+        """Fast chunks where a member value has not begun: more of a key, or a value's first chunk."""
+        state = self.state
+        if state is _VALUE:
+            return None if self.role is _ENVELOPE else self._fast_value_start(text)
+        scanner = self.scanner
         if state is _KEY and scanner is not None:
             # Inside the key string: without a quote or backslash the chunk is only more key text (as _key).
             if scanner.escape or '"' in text or "\\" in text or len(self.key_raw) + len(text) > MAX_NAME:
@@ -389,10 +393,14 @@ class JsonCallsBody(Body):
                 return pos
             self.scanner = JsonValueScanner(max_depth=self.max_depth)
             self.value_parts = []
+            self.sink = None
             if role is _ARGS:
                 self.string_args = text[pos] == '"'
                 if self.name is not None and not self.started and not self.string_args and not self.spec.defer:
                     self._start()
+                if self.started and not self.string_args:  # streamed: the fast path appends to the call at once
+                    calls = self.out.calls
+                    self.sink, self.sink_index = calls[-1].parts.parts, len(calls) - 1
         stop = self.scanner.feed(text[pos:])
         piece = text[pos:] if stop < 0 else text[pos : pos + stop]
         if role is _ARGS and self.started and not self.string_args:
