@@ -28,6 +28,7 @@ class MarkerSet:
         "_first1",
         "plain_prefixes",
         "loud",
+        "tail",
     )
 
     def __init__(self, markers: Iterable[str]) -> None:
@@ -38,6 +39,10 @@ class MarkerSet:
         ).search
         """The first (earliest, then longest) marker in a text."""
         self.prefixes = frozenset(m[:k] for m in unique for k in range(1, len(m)))
+        # The longest suffix of a text that is a proper prefix of some marker: the earliest match of any prefix
+        # that runs to the end.
+        tail = "|".join(re.escape(p) for p in sorted(self.prefixes, key=len, reverse=True))
+        self.tail: Callable[[str, int], re.Match[str] | None] = re.compile(f"(?:{tail})\\Z" if tail else "(?!)").search
         self._first = "".join(sorted({m[0] for m in unique}))
         self.longest = max((len(m) for m in unique), default=1)
         self.prefixes_of_longer = frozenset(m for m in unique if m in self.prefixes)
@@ -59,22 +64,6 @@ class MarkerSet:
         if self._first_re is None:
             return True
         return self._first_re.search(text) is None
-
-    def held_tail(self, text: str) -> int:
-        """Length of the longest suffix of ``text`` that is a proper prefix of some marker."""
-        if not self.prefixes or not text:
-            return 0
-        start = max(0, len(text) - self.longest + 1)
-        best = len(text)
-        for char in self._first:
-            at = text.find(char, start)
-            if 0 <= at < best:
-                while at >= 0:
-                    if text[at:] in self.prefixes:
-                        best = min(best, at)
-                        break
-                    at = text.find(char, at + 1)
-        return len(text) - best
 
 
 class MarkerScanner:
@@ -116,10 +105,12 @@ class MarkerScanner:
                 return buffer[:at], None, ""
             self.held = ""
             return buffer[:at], marker, buffer[at + len(marker) :]
-        keep = 0 if final or markers.loud(buffer[-markers.longest :]) is None else markers.held_tail(buffer)
-        if keep:
-            self.held = buffer[-keep:]
-            return buffer[:-keep], None, ""
+        if not final and markers.loud(buffer[-markers.longest :]) is not None:
+            tail = markers.tail(buffer, max(0, len(buffer) - markers.longest + 1))
+            if tail is not None:
+                at = tail.start()
+                self.held = buffer[at:]
+                return buffer[:at], None, ""
         self.held = ""
         return buffer, None, ""
 
