@@ -96,7 +96,6 @@ class XmlParamsBody(Body):
             _PARAMS: self.params_scan,
             _KEY: self.key_scan,
             _VALUE_OPEN: self.vopen_scan,
-            _VALUE: self.value_scan,
         }
         self.state = _AWAIT if spec.function_open else _NAME
         self.text_buf = ""
