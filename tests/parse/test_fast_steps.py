@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.parse.deltas import accumulate, without_flags
-from turnkit.parse import load_format
+from turnkit.parse import FormatSpec, ToolRegion, XmlParams, load_format
 
 ODD = "\x00\x01\x1b\u2028\udc80\xa0"
 """NUL, control characters, a JSON-escaped line separator, a lone surrogate and a no-break space."""
@@ -22,7 +22,26 @@ TOOLS = [
     {"type": "function", "function": {"name": "f", "parameters": {"properties": {"s": {"type": "string"}}}}},
 ]
 
-CASES: list[tuple[str, str | None, list[dict[str, Any]] | None, str]] = [
+BRACKETS = FormatSpec(
+    name="brackets",
+    description="[call][f=NAME][p=K]V[/p][/f][/call]: XML-style parameters whose markers do not start with '<'",
+    tools=(
+        ToolRegion(
+            open="[call]",
+            close="[/call]",
+            body=XmlParams(
+                function_open="[f=",
+                name_ends=("]",),
+                param_open="[p=",
+                key_ends=(("]", ""),),
+                param_close="[/p]",
+                function_close="[/f]",
+            ),
+        ),
+    ),
+)
+
+CASES: list[tuple[str | FormatSpec, str | None, list[dict[str, Any]] | None, str]] = [
     # JSON calls: keys, names and argument strings that cross chunks, escapes, brackets inside strings.
     (
         "hermes",
@@ -42,6 +61,7 @@ CASES: list[tuple[str, str | None, list[dict[str, Any]] | None, str]] = [
         "<parameter=n>\n12\n</parameter>\n<parameter=t>\nx </parameter> y\n</parameter>\n</function>\n"
         "</tool_call>\n<tool_call>\n<function=f>\n<parameter=s>\n\n</parameter>\n</function>\n</tool_call>",
     ),
+    (BRACKETS, None, TOOLS, "[call][f=f][p=s]hello [x] world[/p][p=n]2[/p][/f][/call] after"),
     ("seed_oss", None, TOOLS, "<seed:tool_call>\n<function=f>\n<parameter=s>\n a \n\n</parameter>\n</function>"),
     # Reasoning held until its end marker, and reasoning open from the prompt.
     ("think", None, None, f"<think>\n a {ODD} <thi </think>\n\n b <think> c"),
@@ -49,7 +69,7 @@ CASES: list[tuple[str, str | None, list[dict[str, Any]] | None, str]] = [
 ]
 
 
-def _run(fmt: str, prefix: str | None, tools: list[dict[str, Any]] | None, pieces: list[str]) -> list[Any]:
+def _run(fmt: str | FormatSpec, prefix: str | None, tools: list[dict[str, Any]] | None, pieces: list[str]) -> list[Any]:
     parser = load_format(fmt).stream(prefix=prefix, tools=tools)
     deltas = []
     for piece in pieces:
@@ -78,9 +98,12 @@ def _cuttings(text: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-@pytest.mark.parametrize(("fmt", "prefix", "tools", "text"), CASES, ids=[case[0] for case in CASES])
+IDS = [case[0].name if isinstance(case[0], FormatSpec) else case[0] for case in CASES]
+
+
+@pytest.mark.parametrize(("fmt", "prefix", "tools", "text"), CASES, ids=IDS)
 def test_every_cutting_matches_the_whole(
-    fmt: str, prefix: str | None, tools: list[dict[str, Any]] | None, text: str
+    fmt: str | FormatSpec, prefix: str | None, tools: list[dict[str, Any]] | None, text: str
 ) -> None:
     whole_deltas, whole_message = _run(fmt, prefix, tools, [text])
     assert accumulate(whole_deltas) == without_flags(whole_message)
