@@ -90,6 +90,7 @@ class Emitter:
         "_open_key",
         "_open_parts",
         "_hold",
+        "holding",
         "_bad_calls",
         "known_tools",
         "strict",
@@ -112,6 +113,8 @@ class Emitter:
         self._open_parts: list[str] = []
         # While a region is held: the deltas index it starts at and the state to restore if it is dropped.
         self._hold: tuple[int, int, int, int, dict[str, str], dict[str, bool], bool, int] | None = None
+        self.holding = False
+        """Whether deltas are held back (``hold`` until ``release`` or ``drop``): a plain attribute, read per chunk."""
         self.known_tools = known_tools
         """The request's tool names (``tools=`` given): a call to any other name is flagged ``unknown_tool``."""
         self.strict = strict
@@ -131,18 +134,17 @@ class Emitter:
             self.incomplete,
             self._bad_calls,
         )
-
-    @property
-    def holding(self) -> bool:
-        return self._hold is not None
+        self.holding = True
 
     def release(self) -> None:
         """The held deltas stand: the next ``take`` returns them."""
         self._hold = None
+        self.holding = False
 
     def drop(self) -> None:
         """Forget the held deltas — never returned, so nothing is retracted — and the state they built."""
         hold, self._hold = self._hold, None
+        self.holding = False
         if hold is None:
             return
         self._seal()
@@ -157,20 +159,34 @@ class Emitter:
 
         Whitespace at the end of a piece is held: emitted if more text of the field follows (``"A\n<think>..
         </think>\nB"`` keeps both newlines), dropped at the end of the output."""
-        if not text:
-            return
         if self.strip:
-            if not self._started[field]:
-                text = text.lstrip()
-                if not text:
-                    return
-                self._started[field] = True
-            core = text.rstrip()
-            if not core:
-                self._pending[field] += text
-                return
-            text, self._pending[field] = self._pending[field] + core, text[len(core) :]
-        self._raw_text(field, text)
+            text = self._stripped(field, text)
+        if text:
+            self._raw_text(field, text)
+
+    def text_now(self, field: str, text: str) -> list[Delta]:
+        """Hot path: ``text(field, text)`` then ``take()``, when no delta is pending and no region held."""
+        if self.strip:
+            text = self._stripped(field, text)
+        if not text:
+            return []
+        self._texts[field].parts.append(text)
+        return [{field: text}]
+
+    def _stripped(self, field: str, text: str) -> str:
+        """What of ``text`` is emitted now when edges are trimmed: a field's leading whitespace is dropped, a
+        piece's trailing whitespace held until more text of the field follows."""
+        if not self._started[field]:
+            text = text.lstrip()
+            if not text:
+                return ""
+            self._started[field] = True
+        core = text.rstrip()
+        if not core:
+            self._pending[field] += text
+            return ""
+        text, self._pending[field] = self._pending[field] + core, text[len(core) :]
+        return text
 
     def _raw_text(self, field: str, text: str) -> None:
         self._texts[field].parts.append(text)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import os
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -204,8 +205,8 @@ class StreamParser:
         self._final = False  # close(): the held tail is scanned with nothing held back
         self._size = 0
         self._max_input = limits.max_input_chars
-        self._fast_body: Body | None = None  # set by _arm: the body the next feed may hand its chunk to at once
-        self._fast_replay: list[str] | None = None
+        self._fast: Callable[[str], list[Delta] | None] | None = None  # set by _arm (see there)
+        self._fast_loud = self._c.content_markers.loud  # set by _arm: the current scanner's markers' test
         self._mode = _CONTENT
         self._scanner = MarkerScanner(self._c.content_markers)
         self._at_start = True  # no content text yet (``at_start`` regions and header starts)
@@ -232,27 +233,25 @@ class StreamParser:
     # -- public -------------------------------------------------------------------------------------
     def feed(self, text: str) -> list[Delta]:
         """Parse the next piece of output; returns the deltas it settled (possibly none)."""
-        # The hot path: inside a tool-call body whose decoder can take this chunk in one step (see _arm).
-        body = self._fast_body
-        if body is not None and type(text) is str and text:
+        # The hot path: a chunk that the armed fast step (see _arm) can take in one step.
+        fast = self._fast
+        if fast is not None and type(text) is str and text:
             size = self._size + len(text)
             if size <= self._max_input:
                 try:
-                    fast = body.fast(text)
+                    deltas = fast(text)
                 except BaseException:
                     self._closed = "failed"
-                    self._fast_body = None
+                    self._fast = None
                     raise
-                if fast is not None:
-                    self._size = size
-                    replay = self._fast_replay
-                    if replay is not None:
-                        replay.append(text)  # the region's text, kept while the body may still reject it
-                    return fast
+                self._size = size
+                if deltas is None:
+                    return self._full(text)
+                return deltas
         return self._feed(text)
 
     def _feed(self, text: str) -> list[Delta]:
-        self._fast_body = None
+        self._fast = None
         if self._closed:
             raise UsageError(f"feed() on a {self._closed} stream parser")
         if type(text) is not str:
@@ -265,67 +264,136 @@ class StreamParser:
                 f"model output longer than max_input_chars={self._limits.max_input_chars}",
                 position=self._limits.max_input_chars,
             )
+        if self._prefix_pending and text:
+            self._content(self._prefix_pending)
+            self._prefix_pending = ""
+        if self._out.holding:
+            region = self._region
+            assert region is not None
+            region.raw.append(text)
+        return self._full(text)
+
+    def _full(self, text: str) -> list[Delta]:
+        """The full path for a checked and counted chunk (also one the armed step declined: armed, no prefix is
+        pending and no region is held)."""
+        fast, self._fast = self._fast, None
         try:
-            if self._prefix_pending and text:
-                self._content(self._prefix_pending)
-                self._prefix_pending = ""
-            out = self._out
-            if out.holding:
+            if fast is not None and self._mode is _BODY:
+                # Declined inside a body: the decoder reads the chunk; if it goes on, the same step stays armed.
+                text = self._body_feed(text)
                 region = self._region
-                assert region is not None
-                region.raw.append(text)
-            elif text:
-                # Hot paths: a chunk that cannot change the machine's state, handled in one step.
-                mode = self._mode
-                if mode is _BODY:
-                    region = self._region
-                    body = region.body if region is not None else None
-                    # with frame=True the role delta may be pending: the slow path returns it too
-                    if region is not None and body is not None and not out.deltas:
-                        fast = body.fast(text)
-                        if fast is not None:
-                            replay = region.replay  # the bookkeeping _body_feed does
-                            if replay is not None:
-                                if len(out.calls) != region.calls_at_entry:
-                                    region.replay = None
-                                else:
-                                    replay.append(text)
-                            self._arm()
-                            return fast
-                elif mode is not _DONE:
-                    scanner = self._scanner
-                    if scanner.held:
-                        if scanner.hold_more(text):  # still inside a marker's beginning: every mode waits
-                            return out.take()
-                    elif mode is _CONTENT:
-                        if scanner.markers.quiet(text):
-                            self._content(text)  # what _run does with text in which no marker can start
-                            return out.take()
-                    elif mode is _REASONING and scanner.markers.quiet(text):
-                        self._reasoning_text(text)  # as _in_reasoning does
-                        if self._reasoning_fresh and text.strip():
-                            self._reasoning_fresh = False
-                        return out.take()
+                if not text and self._mode is _BODY and region is not None and region.body is not None:
+                    self._arm_body(region, region.body)
+                    return self._out.take()
             self._run(text)
+            deltas = self._out.take()
             self._arm()
-            return out.take()
+            return deltas
         except BaseException:
             self._closed = "failed"
             raise
 
     def _arm(self) -> None:
-        """Let the next ``feed`` go straight to the body's fast path when nothing but the body can be affected:
-        inside a body and no region held back (``whole_calls``). The fast feed keeps the replay of the region's
-        text (needed while the body may still reject it) as _body_feed does. Any other ``feed`` disarms."""
+        """Choose the step the next ``feed`` tries first: one that handles a chunk which cannot change the
+        machine's state (what _run would do with it) and returns its deltas, or ``None`` to leave the chunk to
+        the full path. Armed only when no delta is pending and no region is held back (``whole_calls``); any
+        ``feed`` that takes the full path chooses again.
+
+        Inside a body it is the decoder's own fast step (while the body may still reject the region, wrapped to
+        keep the replay of the region's text); in content, reasoning or after a body,
+        a chunk in which no marker completes; elsewhere, more of a marker's beginning."""
+        out = self._out
+        if out.holding or out.deltas or self._prefix_pending:
+            return
+        mode = self._mode
+        if mode is _BODY:
+            region = self._region
+            if region is not None and region.body is not None:
+                self._arm_body(region, region.body)
+            return
+        scanner = self._scanner
+        self._fast_loud = scanner.markers.loud
+        if mode is _CONTENT:
+            self._fast = self._fast_content
+        elif mode is _REASONING:
+            self._fast = self._fast_reasoning
+        elif mode is _AFTER:
+            self._fast = self._fast_after
+        elif scanner.held and scanner.markers.plain_prefixes:
+            self._fast = self._fast_held
+
+    def _arm_body(self, region: _Region, body: Body) -> None:
+        replay = region.replay
+        if replay is not None and len(self._out.calls) != region.calls_at_entry:
+            replay = region.replay = None  # a call started: the body can no longer reject (as _body_feed)
+        self._fast = body.fast if replay is None else self._fast_replaying
+
+    def _fast_replaying(self, text: str) -> list[Delta] | None:
+        """Armed in a body that may still reject its region: the body's fast step, the text kept for the replay
+        (as _body_feed keeps it)."""
         region = self._region
-        if self._mode is not _BODY or region is None or region.body is None or self._out.holding:
-            return
-        if self._prefix_pending:
-            return
-        if region.replay is not None and len(self._out.calls) != region.calls_at_entry:
-            region.replay = None  # what the next _body_feed would do first
-        self._fast_body = region.body
-        self._fast_replay = region.replay
+        assert region is not None and region.body is not None and region.replay is not None
+        deltas = region.body.fast(text)
+        if deltas is not None:
+            region.replay.append(text)
+            if deltas:
+                self._arm_body(region, region.body)
+        return deltas
+
+    def _fast_held(self, text: str) -> list[Delta] | None:
+        """Armed inside a marker's beginning: still only its beginning, every mode waits."""
+        return [] if self._scanner.hold_more(text) else None
+
+    def _released(self, text: str) -> str | None:
+        """The scan of a chunk in which no marker completes: the text it releases (a marker's possible beginning
+        is held); ``None``, with the scanner as it was, when a marker completes (the full path takes it)."""
+        scanner = self._scanner
+        held = scanner.held
+        if held and scanner.markers.plain_prefixes and scanner.hold_more(text):
+            return ""
+        before, marker, _rest = scanner.scan(text)
+        if marker is None:
+            return before
+        scanner.held = held
+        return None
+
+    def _fast_after(self, text: str) -> list[Delta] | None:
+        """Armed after a body that ended before its region's close marker: whitespace is kept for what follows
+        (as _after_body does); text or a marker takes the full path."""
+        held = self._scanner.held
+        released = self._released(text)
+        if released is None:
+            return None
+        if released.strip():
+            self._scanner.held = held
+            return None
+        self._after_space += released
+        return []
+
+    def _fast_content(self, text: str) -> list[Delta] | None:
+        """Armed in content: a chunk in which no marker completes is content (as _run would find)."""
+        if self._scanner.held or self._fast_loud(text) is not None:
+            released = self._released(text)
+            if not released:
+                return None if released is None else []
+            text = released
+        if self._at_start and text.strip():
+            self._at_start = False
+        return self._out.text_now(CONTENT, text)
+
+    def _fast_reasoning(self, text: str) -> list[Delta] | None:
+        """Armed in reasoning: a chunk in which no marker completes is reasoning (as _in_reasoning would find)."""
+        if self._scanner.held or self._fast_loud(text) is not None:
+            released = self._released(text)
+            if not released:
+                return None if released is None else []
+            text = released
+        if self._reasoning_fresh and text.strip():
+            self._reasoning_fresh = False
+        if self._held is None:
+            return self._out.text_now(REASONING, text)
+        self._reasoning_text(text)
+        return []
 
     def close(self, *, finish_reason: str | None = None) -> list[Delta]:
         """End of output: release held text, close open regions (flagging truncation).
@@ -333,7 +401,7 @@ class StreamParser:
         With ``frame=True`` the last delta returned is ``{"finish_reason": ...}``: ``finish_reason`` as given
         (``"length"`` when the caller knows the output was cut at the token limit, ``"content_filter"``), else
         ``"tool_calls"`` if the message has a call, else ``"stop"``."""
-        self._fast_body = None
+        self._fast = None
         if self._closed:
             raise UsageError(f"close() on a {self._closed} stream parser")
         if finish_reason is not None:

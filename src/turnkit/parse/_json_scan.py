@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import json
 import re
+from json.encoder import encode_basestring
 from typing import Any
 
 from turnkit.errors import LimitExceededError, snippet_around
 
-__all__ = ["JsonDepthGauge", "JsonValueScanner", "json_text", "too_deep"]
+__all__ = ["JsonDepthGauge", "JsonValueScanner", "json_string_body", "json_text", "plain_string", "too_deep"]
 
 _STRING_STOP = re.compile(r'["\\]')
 _NEST_STOP = re.compile(r'["{}\[\]]')
+_BRACKET = re.compile(r"[{}\[\]]")
 _SCALAR = re.compile(r"[^\s,\]}\)<]*")
+_PLAIN_STRING = re.compile(r'"([^"\\\x00-\x1f]*)"')
 
 
 class JsonValueScanner:
@@ -91,6 +94,23 @@ class JsonValueScanner:
                     return pos
         return -1
 
+    def skim(self, text: str) -> bool:
+        """The hot path of a value already begun (not a bare scalar): advance over ``text`` and return True if the
+        value goes on past it; else leave the state as it was and return False (``feed`` then finds the end)."""
+        if not self.escape and "\\" not in text:
+            if self.in_string and '"' not in text:
+                return True
+            if self.depth and _BRACKET.search(text) is None:
+                # Quotes only, inside an object or array: each one opens or closes a string; the value goes on.
+                if text.count('"') & 1:
+                    self.in_string = not self.in_string
+                return True
+        depth, in_string, escape = self.depth, self.in_string, self.escape
+        if self.feed(text) < 0:
+            return True
+        self.depth, self.in_string, self.escape = depth, in_string, escape
+        return False
+
 
 class JsonDepthGauge:
     """Nesting depth over a run of JSON text whose end is found elsewhere (harmony arguments end at a marker).
@@ -157,6 +177,31 @@ def too_deep(max_depth: int, text: str, pos: int) -> LimitExceededError:
     )
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(value, ensure_ascii=False)`` builds an encoder on every call; this one is built once (it
+keeps no state between calls)."""
+
+
 def json_text(value: Any) -> str:
     """Compact-ish JSON text as OpenAI servers emit it (``", "`` and ``": "`` separators, UTF-8 kept)."""
-    return json.dumps(value, ensure_ascii=False)
+    kind = type(value)
+    if kind is str:  # the encoder's own steps for the common scalars, without setting up an encoding pass
+        text: str = encode_basestring(value)
+        return text
+    if kind is int:
+        return int.__repr__(value)
+    return _ENCODER.encode(value)
+
+
+def plain_string(raw: str) -> str | None:
+    """The value of a JSON string literal with no escapes or control characters (most keys and names): what
+    ``json.loads(raw)`` gives, without its cost; ``None`` for any other text (then ``json.loads`` decides)."""
+    plain = _PLAIN_STRING.fullmatch(raw)
+    return None if plain is None else plain.group(1)
+
+
+def json_string_body(text: str) -> str:
+    """``text`` as the inside of a JSON string (escaped, UTF-8 kept, without the quotes): what
+    ``json_text(text)[1:-1]`` is, without building an encoder."""
+    body: str = encode_basestring(text)
+    return body[1:-1]

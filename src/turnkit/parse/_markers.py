@@ -9,7 +9,7 @@ is proportional to the chunk.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 __all__ = ["MarkerScanner", "MarkerSet"]
 
@@ -19,27 +19,39 @@ class MarkerSet:
 
     __slots__ = (
         "markers",
-        "_pattern",
+        "search",
         "prefixes",
         "_first",
-        "_max",
+        "longest",
         "prefixes_of_longer",
         "_first_re",
         "_first1",
         "plain_prefixes",
+        "loud",
+        "tail",
     )
 
     def __init__(self, markers: Iterable[str]) -> None:
         unique = sorted({m for m in markers if m}, key=lambda m: (-len(m), m))
         self.markers: tuple[str, ...] = tuple(unique)
-        self._pattern = re.compile("|".join(re.escape(m) for m in unique)) if unique else None
+        self.search: Callable[[str], re.Match[str] | None] = re.compile(
+            "|".join(re.escape(m) for m in unique) if unique else "(?!)"
+        ).search
+        """The first (earliest, then longest) marker in a text."""
         self.prefixes = frozenset(m[:k] for m in unique for k in range(1, len(m)))
+        # The longest suffix of a text that is a proper prefix of some marker: the earliest match of any prefix
+        # that runs to the end.
+        tail = "|".join(re.escape(p) for p in sorted(self.prefixes, key=len, reverse=True))
+        self.tail: Callable[[str, int], re.Match[str] | None] = re.compile(f"(?:{tail})\\Z" if tail else "(?!)").search
         self._first = "".join(sorted({m[0] for m in unique}))
-        self._max = max((len(m) for m in unique), default=0)
+        self.longest = max((len(m) for m in unique), default=1)
         self.prefixes_of_longer = frozenset(m for m in unique if m in self.prefixes)
         # Where a marker could start: one character (the usual "<") is tested with ``in``, several with a class.
         self._first1 = self._first if len(self._first) == 1 else ""
         self._first_re = re.compile(f"[{re.escape(self._first)}]") if len(self._first) > 1 else None
+        self.loud: Callable[[str], object] = re.compile(f"[{re.escape(self._first)}]" if unique else "(?!)").search
+        """Whether a marker can start in a text (a match, else ``None``): the negation of :meth:`quiet` as one
+        C call, for the engine's hot path."""
         # No marker occurs inside another marker's beginning past its first character (true of "<tag>"-style
         # markers): then a held prefix extended into a longer prefix is held as a whole, nothing released.
         self.plain_prefixes = not any(m in p[1:] for p in self.prefixes for m in unique)
@@ -52,31 +64,6 @@ class MarkerSet:
         if self._first_re is None:
             return True
         return self._first_re.search(text) is None
-
-    def search(self, text: str, pos: int = 0) -> tuple[int, str] | None:
-        """First (earliest, then longest) marker in ``text`` at or after ``pos``."""
-        if self._pattern is None:
-            return None
-        found = self._pattern.search(text, pos)
-        if found is None:
-            return None
-        return found.start(), found.group()
-
-    def held_tail(self, text: str) -> int:
-        """Length of the longest suffix of ``text`` that is a proper prefix of some marker."""
-        if not self.prefixes or not text:
-            return 0
-        start = max(0, len(text) - self._max + 1)
-        best = len(text)
-        for char in self._first:
-            at = text.find(char, start)
-            if 0 <= at < best:
-                while at >= 0:
-                    if text[at:] in self.prefixes:
-                        best = min(best, at)
-                        break
-                    at = text.find(char, at + 1)
-        return len(text) - best
 
 
 class MarkerScanner:
@@ -107,19 +94,23 @@ class MarkerScanner:
     def scan(self, text: str, final: bool = False) -> tuple[str, str | None, str]:
         """Scan ``text``; with ``final`` (end of input) nothing is held back."""
         buffer = self.held + text if self.held else text
-        found = self.markers.search(buffer)
+        markers = self.markers
+        found = markers.search(buffer)
         if found is not None:
-            at, marker = found
-            if not final and marker in self.markers.prefixes_of_longer and buffer[at:] in self.markers.prefixes:
+            at = found.start()
+            marker = found.group()
+            if not final and marker in markers.prefixes_of_longer and buffer[at:] in markers.prefixes:
                 # A longer marker may still complete here: decide on the next chunk.
                 self.held = buffer[at:]
                 return buffer[:at], None, ""
             self.held = ""
             return buffer[:at], marker, buffer[at + len(marker) :]
-        keep = 0 if final else self.markers.held_tail(buffer)
-        if keep:
-            self.held = buffer[-keep:]
-            return buffer[:-keep], None, ""
+        if not final and markers.loud(buffer[-markers.longest :]) is not None:
+            tail = markers.tail(buffer, max(0, len(buffer) - markers.longest + 1))
+            if tail is not None:
+                at = tail.start()
+                self.held = buffer[at:]
+                return buffer[:at], None, ""
         self.held = ""
         return buffer, None, ""
 

@@ -68,8 +68,10 @@ class Body:
         raise NotImplementedError
 
     def fast(self, text: str) -> list[Delta] | None:
-        """The deltas for ``text`` in one step when it cannot change the decoder's state (the hot streaming
-        path), else ``None`` and the text goes through :meth:`feed`."""
+        """The hot streaming path: the deltas for ``text`` in one step when the body certainly goes on past it,
+        else ``None`` with nothing changed, and the text goes through :meth:`feed`. Called only when no delta is
+        pending and no region is held back, so a fast step may also emit through the emitter and return its
+        ``take()``."""
         return None
 
     def close(self) -> None:
@@ -93,7 +95,8 @@ def after_fence(tail: str) -> Fed:
 
 def check_depth(raw: str, max_depth: int) -> None:
     """Raise the depth-limit error if the complete JSON-ish text ``raw`` nests deeper than ``max_depth``."""
-    JsonDepthGauge(max_depth=max_depth).feed(raw)
+    if raw.count("{") + raw.count("[") > max_depth:  # (fewer opening brackets cannot nest deeper)
+        JsonDepthGauge(max_depth=max_depth).feed(raw)
 
 
 def param_type(types: ToolTypes, function: str, param: str) -> str:
@@ -111,12 +114,18 @@ def param_type(types: ToolTypes, function: str, param: str) -> str:
     return kind if isinstance(kind, str) else ""
 
 
+_JSON_FIRST = frozenset('"{[-0123456789tfnNI')
+"""The characters a text ``json.loads`` reads can start with (``NaN`` and ``Infinity`` included)."""
+
+
 def typed_value(raw: str, kind: str) -> Any:
     """A raw parameter text as a JSON value: strings stay text; other types parse when they can."""
     if kind == "string":
         return raw
     stripped = raw.strip()
     try:
+        if stripped[:1] not in _JSON_FIRST:
+            raise ValueError  # not JSON (most raw text): json.loads would raise a costlier error
         value = json.loads(stripped)
     except (ValueError, RecursionError):
         if kind in ("integer", "number", "boolean", "object", "array", "null", "json"):

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import enum
-import json
 from functools import lru_cache
 
 from turnkit.parse._bodies.base import MAX_NAME, REJECT, WS, Body, Fed, ToolTypes, after_fence
 from turnkit.parse._emit import Emitter
-from turnkit.parse._json_scan import JsonValueScanner, json_text
+from turnkit.parse._json_scan import JsonValueScanner, json_string_body, json_text
 from turnkit.parse._markers import MarkerScanner, MarkerSet
 from turnkit.parse._spec import JsonArgs
 
@@ -110,7 +109,7 @@ class JsonArgsBody(Body):
                 self.scanner = JsonValueScanner(max_depth=self.max_depth)
                 self.state = _ARGS
             elif state is _RAW:
-                self.out.args(json.dumps(text, ensure_ascii=False)[1:-1])
+                self.out.args(json_string_body(text))
                 return None
             elif state is _FENCE:
                 newline = text.find("\n")

@@ -9,12 +9,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-import re
 
 from turnkit.parse._bodies.base import MAX_NAME, REJECT, WS, Body, Fed, ToolTypes, after_fence, check_depth
 from turnkit.parse._bodies.json_args import JsonArgsBody
 from turnkit.parse._emit import Delta, Emitter
-from turnkit.parse._json_scan import JsonValueScanner, json_text
+from turnkit.parse._json_scan import JsonValueScanner, json_text, plain_string
 from turnkit.parse._spec import JsonCalls
 
 __all__ = ["JsonCallsBody"]
@@ -84,7 +83,6 @@ class _Role(enum.Enum):
 
 _NAME, _ARGS, _ID, _CONTENT, _ENVELOPE, _SKIP = _Role
 
-_JSON_SPECIAL = re.compile(r'["\\{}\[\]]')
 _MAX_FENCE_LINE = 64
 _MAX_WRAP_TAG = 32
 
@@ -127,6 +125,8 @@ class JsonCallsBody(Body):
         self.string_args = False
         self.sep_space = ""  # whitespace after a call, given back unless a separator follows
         self.sep_seen = False
+        self.sink: list[str] | None = None  # the streamed arguments' fragments (set where a member value starts)
+        self.sink_index = 0
 
     def _reset_object(self) -> None:
         self.name = None
@@ -307,10 +307,12 @@ class JsonCallsBody(Body):
                 return _End(self._give_up(""))
             return _End(None)
         self.key_raw += text[pos : pos + stop]
-        try:
-            key = json.loads(self.key_raw)
-        except ValueError:
-            key = self.key_raw
+        key = plain_string(self.key_raw)
+        if key is None:
+            try:
+                key = json.loads(self.key_raw)
+            except ValueError:
+                key = self.key_raw
         self.role = self._role(str(key))
         self.state = _COLON
         return pos + stop
@@ -338,32 +340,46 @@ class JsonCallsBody(Body):
     def fast(self, text: str) -> list[Delta] | None:
         """Chunks inside a member's key or value that do not end it (see :meth:`Body.fast`)."""
         scanner = self.scanner
+        if self.state is not _VALUE or scanner is None:  # (a delegating body stays in START)
+            return self._fast_edge(text)
+        if scanner.escape or not scanner.in_string or '"' in text or "\\" in text:  # (else: more string text)
+            if scanner.scalar or not scanner.skim(text):
+                return None
+        sink = self.sink
+        if sink is not None:  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
+            sink.append(text)
+            return [{"tool_calls": [{"index": self.sink_index, "function": {"arguments": text}}]}]
+        if self.role is not _SKIP:
+            self.value_parts.append(text)
+        return []
+
+    def _fast_edge(self, text: str) -> list[Delta] | None:
+        """Fast chunks where a member value has not begun: more of a key, or a value's first chunk."""
         state = self.state
-        if scanner is None or scanner.scalar or self.delegate is not None:
-            return None
-        if state is _KEY:
+        if state is _VALUE:
+            return None if self.role is _ENVELOPE else self._fast_value_start(text)
+        scanner = self.scanner
+        if state is _KEY and scanner is not None:
             # Inside the key string: without a quote or backslash the chunk is only more key text (as _key).
             if scanner.escape or '"' in text or "\\" in text or len(self.key_raw) + len(text) > MAX_NAME:
                 return None
             self.key_raw += text
             return []
-        role = self.role
-        if state is not _VALUE or role is _ENVELOPE:
-            return None
-        if scanner.escape or _JSON_SPECIAL.search(text) is not None:
-            # Quotes or brackets: the scanner decides. If the value goes on past this chunk, all of it is value
-            # text (what _value does with it); if it ends inside, the scanner is put back and feed() does the work.
-            depth, in_string, escape = scanner.depth, scanner.in_string, scanner.escape
-            if scanner.feed(text) >= 0:
-                scanner.depth, scanner.in_string, scanner.escape = depth, in_string, escape
+        return None
+
+    def _fast_value_start(self, text: str) -> list[Delta] | None:
+        """A chunk that begins a member's value without ending it (a string with no quote or backslash after its
+        opening quote, an object or array with no closing bracket): fed as usual, the deltas taken at once."""
+        head = text.lstrip(WS)
+        if head:
+            first, rest = head[0], head[1:]
+            if first == '"':
+                if '"' in rest or "\\" in rest:
+                    return None
+            elif first != "{" and first != "[" or "}" in rest or "]" in rest:
                 return None
-        if role is _ARGS and self.started and not self.string_args:
-            calls = self.out.calls  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
-            calls[-1].parts.parts.append(text)
-            return [{"tool_calls": [{"index": len(calls) - 1, "function": {"arguments": text}}]}]
-        if role is not _SKIP:
-            self.value_parts.append(text)
-        return []
+        self.feed(text)
+        return self.out.take()
 
     def _value(self, text: str, pos: int) -> int | _End:
         end = len(text)
@@ -377,10 +393,14 @@ class JsonCallsBody(Body):
                 return pos
             self.scanner = JsonValueScanner(max_depth=self.max_depth)
             self.value_parts = []
+            self.sink = None
             if role is _ARGS:
                 self.string_args = text[pos] == '"'
                 if self.name is not None and not self.started and not self.string_args and not self.spec.defer:
                     self._start()
+                if self.started and not self.string_args:  # streamed: the fast path appends to the call at once
+                    calls = self.out.calls
+                    self.sink, self.sink_index = calls[-1].parts.parts, len(calls) - 1
         stop = self.scanner.feed(text[pos:])
         piece = text[pos:] if stop < 0 else text[pos : pos + stop]
         if role is _ARGS and self.started and not self.string_args:
@@ -429,10 +449,12 @@ class JsonCallsBody(Body):
                 self.out.text("content", value)
                 self.produced = True
         elif role is _NAME:
-            try:
-                name = json.loads(raw)
-            except ValueError:
-                name = raw.strip('"')
+            name = plain_string(raw)
+            if name is None:
+                try:
+                    name = json.loads(raw)
+                except ValueError:
+                    name = raw.strip('"')
             self.name = str(name) if isinstance(name, str) and name.strip() else None
             if (
                 self.name is not None

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 from turnkit._held import held_tail
 from turnkit.parse._bodies.base import MAX_NAME, REJECT, Body, Fed, ToolTypes
 from turnkit.parse._emit import Emitter
-from turnkit.parse._json_scan import too_deep
+from turnkit.parse._json_scan import json_text, too_deep
 from turnkit.parse._spec import KeyedDict
 
 __all__ = ["KeyedDictBody"]
@@ -89,7 +88,7 @@ class KeyedDictBody(Body):
         out = []
         for i, part in enumerate(parts):
             if i % 2:
-                out.append(json.dumps(part, ensure_ascii=False))
+                out.append(json_text(part))
             else:
                 out.append(_BARE_KEY.sub(lambda m: f'{m.group(1)}"{m.group(2)}":', part))
         self.out.args("".join(out))

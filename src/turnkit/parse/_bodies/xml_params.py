@@ -6,7 +6,6 @@ Each parameter becomes JSON text as it completes; string values stream as they a
 from __future__ import annotations
 
 import enum
-import json
 import re
 from functools import lru_cache
 
@@ -21,7 +20,7 @@ from turnkit.parse._bodies.base import (
     typed_value,
 )
 from turnkit.parse._emit import Delta, Emitter
-from turnkit.parse._json_scan import json_text
+from turnkit.parse._json_scan import json_string_body, json_text
 from turnkit.parse._markers import MarkerScanner, MarkerSet
 from turnkit.parse._spec import XmlParams
 
@@ -29,6 +28,8 @@ __all__ = ["XmlParamsBody"]
 
 
 class _State(enum.Enum):
+    __hash__ = object.__hash__  # members are singletons: hashed by identity, not by name in Python (a dict key)
+
     AWAIT = enum.auto()
     """Before a function: its opening marker (``function_open``)."""
     NAME = enum.auto()
@@ -65,6 +66,13 @@ def _xml_sets(spec: XmlParams, region_close: str | None) -> tuple[MarkerSet, ...
     )
 
 
+@lru_cache(maxsize=256)
+def _undecided(followers: tuple[str, ...]) -> frozenset[str]:
+    """The texts after a value's close marker (leading whitespace stripped) that leave it undecided: nothing
+    yet, or the beginning of a follower that does not already start with a whole follower."""
+    return frozenset(f[:k] for f in followers for k in range(len(f)) if not f[:k].startswith(followers))
+
+
 class XmlParamsBody(Body):
     """XML-style parameters, converted to JSON text as each parameter completes (strings stream)."""
 
@@ -88,7 +96,6 @@ class XmlParamsBody(Body):
             _PARAMS: self.params_scan,
             _KEY: self.key_scan,
             _VALUE_OPEN: self.vopen_scan,
-            _VALUE: self.value_scan,
         }
         self.state = _AWAIT if spec.function_open else _NAME
         self.text_buf = ""
@@ -99,6 +106,7 @@ class XmlParamsBody(Body):
         self.held_newline = ""
         self.value_parts: list[str] = []
         self.followers = tuple(m for m in (spec.param_open, spec.function_close, region_close) if m)
+        self.undecided = _undecided(self.followers)
         self.closing = ""  # the text after a value's close marker, until it decides
 
     def feed(self, text: str) -> Fed:
@@ -191,11 +199,10 @@ class XmlParamsBody(Body):
             elif state is _CLOSING:
                 self.closing += text
                 head = self.closing.lstrip()
-                closes = any(head.startswith(f) for f in self.followers)
-                if not closes and (not head or any(f.startswith(head) for f in self.followers)):
+                if head in self.undecided:
                     return None  # may still become a follower
                 text, self.closing = self.closing, ""
-                if closes:
+                if head.startswith(self.followers):
                     self._value_end()
                     self.state = _PARAMS
                 else:  # the close marker was part of the value: read on as value text
@@ -205,51 +212,65 @@ class XmlParamsBody(Body):
 
     def fast(self, text: str) -> list[Delta] | None:
         state = self.state
-        if state is _CLOSING:  # after a value's close marker, what follows decides: feed() does it
-            return None
-        if state is not _VALUE:
-            scan = self._scans[state]
-            if scan.held:
-                return [] if scan.hold_more(text) else None  # inside a marker's beginning: feed() would wait
-            if state is _PARAMS or (state is _AWAIT and self.out.calls):
-                # Between parameters or functions the text before a marker is skipped: what matters is whether a
-                # marker completes here (then feed() does the work, on the scanner as it was).
-                if scan.markers.quiet(text):
+        if state is _VALUE:
+            scan = self.value_scan
+            held = scan.held
+            if held:
+                if scan.hold_more(text):
                     return []
-                if scan.scan(text)[1] is None:
+            elif scan.markers.loud(text) is None:  # no value-ending marker can start here: all of it is value text
+                if self.kind != "string":
+                    self.value_parts.append(text)
                     return []
-                scan.held = ""
-            elif (state is _NAME or state is _KEY) and scan.markers.quiet(text):
-                if len(self.text_buf) + len(text) <= MAX_NAME:
-                    self.text_buf += text  # more of the name or key (as feed() collects it)
-                    return []
-            return None
-        scan = self.value_scan
-        if scan.held:
-            return [] if scan.hold_more(text) else None
-        if self.kind != "string" and "<" in text:
-            # A typed value is collected until it ends: text up to a marker's possible beginning is kept.
-            before, marker, _rest = scan.scan(text)
+                if self.spec.trim == "space" and self.value_started and _NEEDS_ESCAPE.search(text) is None:
+                    core = text.rstrip()
+                    if core:
+                        held, self.held_newline = self.held_newline, text[len(core) :]
+                        if held:
+                            core = (json_string_body(held) if _NEEDS_ESCAPE.search(held) else held) + core
+                        return self.out.args_delta(core)
+                self._value_text(text)
+                return self.out.take()
+            # What feed() does with the chunk, when the body goes on past it: text before a marker's possible
+            # beginning is value text; a value's close marker followed by what may still become a follower waits.
+            before, marker, rest = scan.scan(text)
             if marker is None:
-                if before:
-                    self.value_parts.append(before)
+                if self.kind != "string":
+                    if before:
+                        self.value_parts.append(before)  # (as _value_text)
+                    return []
+                self._value_text(before)
+                return self.out.take()
+            if marker == self.spec.param_close and rest.lstrip() in self.undecided:
+                self._value_text(before)
+                self.state = _CLOSING
+                self.closing = rest
+                return self.out.take()
+            scan.held = held
+            return None
+        if state is _CLOSING:
+            # After a value's close marker: text that may still become a follower is kept (as feed() does); what
+            # decides goes through feed().
+            closing = self.closing + text
+            if closing.lstrip() in self.undecided:
+                self.closing = closing
+                return []
+            return None
+        scan = self._scans[state]
+        if scan.held:
+            return [] if scan.hold_more(text) else None  # inside a marker's beginning: feed() would wait
+        if state is _PARAMS or (state is _AWAIT and self.out.calls):
+            # Between parameters or functions the text before a marker is skipped: what matters is whether a
+            # marker completes here (then feed() does the work, on the scanner as it was).
+            if scan.markers.quiet(text):
+                return []
+            if scan.scan(text)[1] is None:
                 return []
             scan.held = ""
-            return None
-        # Every built-in value-ending marker starts with "<": text without one cannot end the value.
-        if "<" in text:
-            return None
-        if self.kind != "string":
-            self.value_parts.append(text)
-            return []
-        if self.spec.trim == "space" and self.value_started and _NEEDS_ESCAPE.search(text) is None:
-            core = text.rstrip()
-            if not core:
-                return None
-            held, self.held_newline = self.held_newline, text[len(core) :]
-            if held:
-                core = (json.dumps(held)[1:-1] if _NEEDS_ESCAPE.search(held) else held) + core
-            return self.out.args_delta(core)
+        elif (state is _NAME or state is _KEY) and scan.markers.quiet(text):
+            if len(self.text_buf) + len(text) <= MAX_NAME:
+                self.text_buf += text  # more of the name or key (as feed() collects it)
+                return []
         return None
 
     def _value_text(self, text: str) -> None:
@@ -268,7 +289,7 @@ class XmlParamsBody(Body):
             if text.endswith("\n"):
                 text, self.held_newline = text[:-1], "\n"
             if text:
-                self.out.args(json.dumps(text, ensure_ascii=False)[1:-1])
+                self.out.args(json_string_body(text))
             return
         if not self.value_started:
             text = text.lstrip()
@@ -281,7 +302,7 @@ class XmlParamsBody(Body):
             self.held_newline += text
             return
         text, self.held_newline = self.held_newline + core, text[len(core) :]
-        self.out.args(json.dumps(text, ensure_ascii=False)[1:-1])
+        self.out.args(json_string_body(text))
 
     def _value_end(self) -> None:
         if self.kind == "string":

@@ -1,0 +1,140 @@
+"""The engine's armed steps (a chunk taken in one step when it cannot change more than the step knows) against
+the full machine: every place a chunk can be cut, markers split at every position, a chunk that is exactly a
+marker's beginning, control characters and lone surrogates in content, reasoning, JSON and XML values.
+
+The reference is the whole output fed at once, which never takes an armed step. Beyond the message, the joined
+text of every delta field must be the same (argument text as written, not only its decoded value).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.parse.deltas import accumulate, without_flags
+from turnkit.parse import FormatSpec, ToolRegion, XmlParams, load_format
+
+ODD = "\x00\x01\x1b\u2028\udc80\xa0"
+"""NUL, control characters, a JSON-escaped line separator, a lone surrogate and a no-break space."""
+
+TOOLS = [
+    {"type": "function", "function": {"name": "f", "parameters": {"properties": {"s": {"type": "string"}}}}},
+]
+
+BRACKETS = FormatSpec(
+    name="brackets",
+    description="[call][f=NAME][p=K]V[/p][/f][/call]: XML-style parameters whose markers do not start with '<'",
+    tools=(
+        ToolRegion(
+            open="[call]",
+            close="[/call]",
+            body=XmlParams(
+                function_open="[f=",
+                name_ends=("]",),
+                param_open="[p=",
+                key_ends=(("]", ""),),
+                param_close="[/p]",
+                function_close="[/f]",
+            ),
+        ),
+    ),
+)
+
+CASES: list[tuple[str | FormatSpec, str | None, list[dict[str, Any]] | None, str]] = [
+    # JSON calls: keys, names and argument strings that cross chunks, escapes, brackets inside strings.
+    (
+        "hermes",
+        None,
+        None,
+        f'Hi {ODD}<tool_call>\n{{"name": "f", "arguments": {{"a": "x\\"}}{ODD}", "b": [1, {{"c": "]"}}]}}}}\n'
+        '</tool_call>\n<tool_call>{"arguments": {"q": 1}, "name": "g"}</tool_call> bye',
+    ),
+    # A region that is no call after all (its text is given back as content), then a call.
+    ("hermes", None, None, '<tool_call>[see docs] x</tool_call> <tool_call>{"name": "h", "arguments": {}}</tool_call>'),
+    # XML parameters: untyped and string-typed values, close markers that close and one that does not.
+    (
+        "qwen3_coder_xml",
+        None,
+        TOOLS,
+        f"<think>r {ODD}</think>\nok <tool_call>\n<function=f>\n<parameter=s>\n a{ODD} \n\xa0b \n</parameter>\n"
+        "<parameter=n>\n12\n</parameter>\n<parameter=t>\nx </parameter> y\n</parameter>\n</function>\n"
+        "</tool_call>\n<tool_call>\n<function=f>\n<parameter=s>\n\n</parameter>\n</function>\n</tool_call>",
+    ),
+    (BRACKETS, None, TOOLS, "[call][f=f][p=s]hello [x] world[/p][p=n]2[/p][/f][/call] after"),
+    ("seed_oss", None, TOOLS, "<seed:tool_call>\n<function=f>\n<parameter=s>\n a \n\n</parameter>\n</function>"),
+    # Reasoning held until its end marker, and reasoning open from the prompt.
+    ("think", None, None, f"<think>\n a {ODD} <thi </think>\n\n b <think> c"),
+    ("deepseek_r1", "<think>\n", None, f"still {ODD} thinking</think> answer <"),
+]
+
+
+def _run(fmt: str | FormatSpec, prefix: str | None, tools: list[dict[str, Any]] | None, pieces: list[str]) -> list[Any]:
+    parser = load_format(fmt).stream(prefix=prefix, tools=tools)
+    deltas = []
+    for piece in pieces:
+        deltas.extend(parser.feed(piece))
+    deltas.extend(parser.close())
+    return [deltas, dict(parser.message)]
+
+
+def _texts(deltas: list[dict[str, Any]]) -> dict[str, str]:
+    """Every delta field's text joined as written (content, reasoning, each call's arguments)."""
+    out: dict[str, str] = {}
+    for delta in deltas:
+        for field in ("content", "reasoning_content"):
+            out[field] = out.get(field, "") + delta.get(field, "")
+        for fragment in delta.get("tool_calls", []):
+            key = f"call {fragment['index']}"
+            out[key] = out.get(key, "") + fragment.get("function", {}).get("arguments", "")
+    return out
+
+
+def _cuttings(text: str) -> list[tuple[str, list[str]]]:
+    out = [(f"size {n}", [text[i : i + n] for i in range(0, len(text), n)]) for n in (1, 2, 3, 4, 5, 7)]
+    out += [(f"cut at {i}", [text[:i], text[i:]]) for i in range(1, len(text))]
+    # three pieces around every position: a marker's beginning alone in one chunk
+    out += [(f"alone {i}", [text[: i - 1], text[i - 1 : i + 2], text[i + 2 :]]) for i in range(2, len(text) - 2)]
+    return out
+
+
+IDS = [case[0].name if isinstance(case[0], FormatSpec) else case[0] for case in CASES]
+
+
+@pytest.mark.parametrize(("fmt", "prefix", "tools", "text"), CASES, ids=IDS)
+def test_every_cutting_matches_the_whole(
+    fmt: str | FormatSpec, prefix: str | None, tools: list[dict[str, Any]] | None, text: str
+) -> None:
+    whole_deltas, whole_message = _run(fmt, prefix, tools, [text])
+    assert accumulate(whole_deltas) == without_flags(whole_message)
+    texts = _texts(whole_deltas)
+    for name, pieces in _cuttings(text):
+        deltas, message = _run(fmt, prefix, tools, pieces)
+        assert message == whole_message, name
+        assert _texts(deltas) == texts, name
+
+
+def test_marker_beginning_alone_is_held_in_every_mode() -> None:
+    """A chunk that is exactly a marker's beginning releases nothing, in content, reasoning and after a body."""
+    parser = load_format("hermes").stream()
+    assert parser.feed("a ") == [{"content": "a"}]
+    assert parser.feed("<tool_c") == []
+    assert parser.feed("all>") == []
+    assert parser.feed('{"name": "f", "arguments": {}}') != []
+    assert parser.feed("<") == []  # after the body: the region's close marker may follow
+    assert parser.feed("/tool_call>") == []
+    parser = load_format("think").stream()
+    assert parser.feed("<think>x ") == [{"reasoning_content": "x"}]
+    assert parser.feed("</thi") == []
+    assert parser.feed("nk") == []
+    assert parser.feed(">y") == [{"content": "y"}]
+
+
+def test_xml_string_argument_text_does_not_depend_on_the_chunking() -> None:
+    """Whitespace held at the end of a string value is escaped like the value (a no-break space stays as it
+    is): the argument text, not only its decoded value, is the same whole and per character."""
+    text = "<tool_call>\n<function=f>\n<parameter=s>\nab\n\xa0cd ef\n</parameter>\n</function>\n</tool_call>"
+    whole, _ = _run("qwen3_coder_xml", None, TOOLS, [text])
+    per_char, _ = _run("qwen3_coder_xml", None, TOOLS, list(text))
+    assert _texts(per_char) == _texts(whole)
+    assert _texts(whole)["call 0"] == '{"s": "ab\\n\xa0cd ef"}'
