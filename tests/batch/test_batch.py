@@ -341,3 +341,49 @@ def test_ray_resume_reads_only_the_rows_left(tmp_path: Path, monkeypatch: pytest
     assert seen == [30] and summary.skipped == 20 and summary.rows == 30
     assert [row["id"] for row in _read(output)] == list(range(50))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]  # the tail file is gone
+
+
+def test_workers_read_their_own_byte_ranges_and_write_part_files(tmp_path: Path, model: Path) -> None:
+    """With several workers, JSON lines go to them as byte ranges and come back as part files: the output, the
+    errors and their line numbers are the same as one in-process worker's, and no part file is left behind."""
+    from turnkit.batch import _io
+
+    rows: list[Any] = [*_good_rows(23), "{not json", "", "   ", *_good_rows(9), "[1]"]
+    source = _write_jsonl(tmp_path / "in.jsonl", rows)
+    outputs = []
+    for workers in (1, 2):
+        output = tmp_path / f"out{workers}.jsonl"
+        summary = tbatch.render(source, output, model=model, masks=True, workers=workers, batch_size=5)
+        assert (summary.rows, summary.errors) == (34, 2)
+        outputs.append(output.read_bytes())
+    assert outputs[0] == outputs[1]
+    out = _read(tmp_path / "out2.jsonl")
+    assert "line 24: invalid JSON" in out[23]["error"] and "line 34: expected a JSON object" in out[33]["error"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out1.jsonl", "out2.jsonl"]
+    opened = _io.open_source(source)
+    ranges = list(opened.chunks(5, skip=3, ranges=True))
+    assert {chunk[0] for chunk in ranges} == {"jsonl-range"}
+    assert [_io.decode_chunk(chunk) for chunk in ranges] == [
+        _io.decode_chunk(chunk) for chunk in opened.chunks(5, skip=3)
+    ]
+
+
+def test_an_interrupted_write_is_cut_back_to_the_last_complete_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from turnkit.batch import _io
+
+    output = tmp_path / "out.jsonl"
+    sink = _io.open_sink(output)
+    sink.write([{"id": 1}])
+    part = _io.write_part(_io.encode_rows([{"id": i} for i in range(2, 5)], "jsonl"), str(tmp_path / "0.jsonl"))
+
+    def torn(raw: Any, data: bytes) -> None:
+        raw.write(data[: len(data) // 2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_io, "_write_all", torn)
+    with pytest.raises(KeyboardInterrupt):
+        sink.write_encoded(part, 3)
+    sink.close()
+    assert output.read_text(encoding="utf-8") == '{"id": 1}\n'
