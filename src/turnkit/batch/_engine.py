@@ -79,7 +79,7 @@ def _process(worker: Worker, chunk: Chunk, kind: str, part: str | None = None) -
     ``part``, JSON lines are written to that file, and only its name goes back to the main process."""
     rows = worker.rows(decode_chunk(chunk))
     errors = [(index, row["error"]) for index, row in enumerate(rows) if row.get("error") is not None]
-    payload = encode_rows(rows, kind)
+    payload = encode_rows(rows, kind, getattr(worker, "int_columns", ()))
     return _Done(write_part(payload, part) if part is not None else payload, len(rows), errors)
 
 

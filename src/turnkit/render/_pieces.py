@@ -1,0 +1,185 @@
+"""Encoding rendered prompts piece by piece: the text between special tokens, each distinct piece encoded once.
+
+``tokenizers`` first splits a text at its added tokens matched on the raw text (``normalized=False``: the special
+tokens a template writes), makes each of them one token, and then normalises, pre-tokenises and encodes every
+piece between them on its own. So a piece gives the same tokens wherever it appears, and training data repeats
+pieces in every row (the system prompt, the tool schemas, role headers). :class:`PieceEncoder` makes that split
+itself (leftmost-longest, as tokenizers' matcher does), encodes each distinct piece of a batch once, keeps them in
+a bounded memo across batches and joins the ids.
+
+That is exact only when nothing in the tokenizer depends on where a piece sits in the whole text;
+:func:`inexact_reason` checks the configuration (added tokens that strip neighbouring whitespace or match single
+words, Metaspace's ``prepend_scheme="first"``, BPE dropout, ``encode_special_tokens``; for the offsets masks are
+read from, a ByteLevel/RoBERTa post-processor trimming offsets with ``add_prefix_space``). Where it fails, callers
+encode whole texts. The differential tests compare every result with ``Tokenizer.encode`` on the whole text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+__all__ = ["PieceEncoder", "inexact_reason"]
+
+_MEMO_TOKENS = 1 << 18
+"""Token ids the memo holds at most (a few MB) before it starts over: memory stays flat on any input."""
+
+
+def _components(node: Any, key: str) -> Iterator[dict[str, Any]]:
+    """``node`` and, for a ``Sequence``, its members (recursively)."""
+    if not isinstance(node, dict):
+        return
+    yield node
+    for child in node.get(key) or ():
+        yield from _components(child, key)
+
+
+def inexact_reason(backend: Any, *, offsets: bool) -> str | None:
+    """Why encoding piece by piece could differ from encoding the whole text (``None``: it cannot).
+
+    ``offsets``: masks are wanted, so the token offsets must be the same too, not only the ids.
+    """
+    config = json.loads(backend.to_str())
+    if getattr(backend, "encode_special_tokens", False):
+        return "encode_special_tokens is set (special tokens are not split out)"
+    contents: set[str] = set()
+    for token in backend.get_added_tokens_decoder().values():
+        if token.normalized:
+            continue  # matched inside each piece, after normalisation: the same in a piece as in the whole
+        if token.lstrip or token.rstrip or token.single_word:
+            return f"the added token {token.content!r} strips whitespace or matches single words"
+        if not token.content or token.content in contents:
+            return f"the added token {token.content!r} is empty or duplicated"
+        contents.add(token.content)
+    model = config.get("model") or {}
+    if model.get("type") == "BPE" and model.get("dropout"):
+        return "BPE dropout is random"
+    for node in _components(config.get("pre_tokenizer"), "pretokenizers"):
+        if node.get("type") == "Metaspace" and node.get("prepend_scheme") == "first":
+            return "Metaspace prepend_scheme='first' treats the piece at the start of the text differently"
+    if offsets:
+        for node in _components(config.get("post_processor"), "processors"):
+            if node.get("type") in ("ByteLevel", "RobertaProcessing") and node.get("trim_offsets", True):
+                if node.get("add_prefix_space", True):
+                    return "the post-processor trims the first token's offsets differently (add_prefix_space)"
+    return None
+
+
+class PieceEncoder:
+    """Token ids (and assistant masks) of whole texts, from the distinct pieces between special tokens.
+
+    Not thread-safe: the caller holds its tokenizer's lock around :meth:`encode`.
+    """
+
+    def __init__(self, backend: Any, mask: Callable[[Any, Sequence[tuple[int, int]]], list[int]]) -> None:
+        self._backend = backend
+        self._mask = mask  # generation_mask: the tokens of an encoding that overlap spans
+        tokens = {t.content: i for i, t in backend.get_added_tokens_decoder().items() if not t.normalized}
+        self._ids = tokens
+        ordered = sorted(tokens, key=len, reverse=True)  # at one position the longest wins, as in tokenizers
+        self._split = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._memo: dict[str, tuple[list[int], bool]] = {}
+        self._held = 0
+
+    def segments(self, text: str) -> list[tuple[int, int, int | None]]:
+        """``(start, end, id)`` of each added token (``id``) and each piece between (``None``), in order."""
+        out: list[tuple[int, int, int | None]] = []
+        at = 0
+        if self._split is not None:
+            ids = self._ids
+            for match in self._split.finditer(text):
+                start, end = match.span()
+                if start > at:
+                    out.append((at, start, None))
+                out.append((start, end, ids[match.group()]))
+                at = end
+        if at < len(text):
+            out.append((at, len(text), None))
+        return out
+
+    def encode(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]] | None = None
+    ) -> list[tuple[list[int], list[int] | None] | None]:
+        """``(ids, mask)`` per text: ``mask`` marks the tokens overlapping the text's ``spans`` (as
+        ``mask`` does), ``None`` without ``spans``. A text whose mask
+        this cannot give exactly (a zero-width token at the end of a piece a span reaches) is ``None``: encode it
+        whole."""
+        memo = self._memo
+        known: dict[str, tuple[list[int], bool]] = {}  # this call's pieces: (ids, ends with a zero-width token)
+        wanted: dict[str, None] = {}  # pieces to encode: new ones, and partly covered ones (their offsets)
+        rows = []
+        for index, text in enumerate(texts):
+            segments = self.segments(text)
+            live = [(s, e) for s, e in spans[index] if e > s] if spans is not None else []
+            kinds = []
+            for start, end, token in segments:
+                kind = 0
+                if token is None:
+                    piece = text[start:end]
+                    if piece not in known:
+                        hit = memo.get(piece)
+                        if hit is None:
+                            wanted[piece] = None
+                        else:
+                            known[piece] = hit
+                    if live:
+                        kind = _coverage(start, end, live)
+                        if kind == 2:
+                            wanted[piece] = None
+                kinds.append(kind)
+            rows.append((segments, live, kinds))
+        fresh: dict[str, Any] = {}
+        if wanted:
+            pieces = list(wanted)
+            encode = self._backend.encode_batch
+            if spans is None and hasattr(self._backend, "encode_batch_fast"):
+                encode = self._backend.encode_batch_fast  # ids without offsets (tokenizers >= 0.21)
+            for piece, encoding in zip(pieces, encode(pieces, add_special_tokens=False), strict=True):
+                fresh[piece] = encoding
+                if piece not in known:
+                    new = encoding.ids
+                    last = encoding.token_to_chars(len(new) - 1) if new and spans is not None else None
+                    known[piece] = (new, last is not None and last[0] == last[1] == len(piece))
+                    if self._held + len(new) > _MEMO_TOKENS:
+                        memo.clear()
+                        self._held = 0
+                    memo[piece] = known[piece]
+                    self._held += len(new)
+        results: list[tuple[list[int], list[int] | None] | None] = []
+        for text, (segments, live, kinds) in zip(texts, rows, strict=True):
+            ids: list[int] = []
+            mask = bytearray() if spans is not None else None
+            for (start, end, token), kind in zip(segments, kinds, strict=True):
+                if token is not None:
+                    ids.append(token)
+                    if mask is not None:
+                        mask.append(any(s < end and e > start for s, e in live))
+                    continue
+                piece = text[start:end]
+                piece_ids, zero_end = known[piece]
+                ids.extend(piece_ids)
+                if mask is None:
+                    continue
+                if zero_end and live:
+                    mask = None  # a zero-width token at the piece's end: only the whole text says
+                    break
+                if kind == 2:
+                    local = [(max(s - start, 0), min(e, end) - start) for s, e in live if s < end and e > start]
+                    mask.extend(self._mask(fresh[piece], local))
+                else:
+                    mask.extend(bytes([kind]) * len(piece_ids))
+            if spans is not None and mask is None:
+                results.append(None)
+            else:
+                results.append((ids, list(mask) if mask is not None else None))
+        return results
+
+
+def _coverage(start: int, end: int, spans: Sequence[tuple[int, int]]) -> int:
+    """0: no span reaches the piece ``[start, end)``; 1: one span covers all of it; 2: partly covered."""
+    touching = [(s, e) for s, e in spans if s < end and e > start]
+    if not touching:
+        return 0
+    return 1 if any(s <= start and e >= end for s, e in touching) else 2
