@@ -2,8 +2,9 @@
 
 Every check compares ``ChatTokenizer.encode_plain`` (pieces, memo) with ``Tokenizer.encode`` on the whole text:
 the ids, and the assistant mask from the whole encoding's offsets (``generation_mask``), on hypothesis-made texts
-and on every corpus template's renders, for byte-level BPE (with and without a prefix space), WordPiece and
-Unigram/Metaspace tokenizers. Where the configuration makes pieces depend on their place, the memo is off.
+and on every corpus template's renders, for byte-level BPE (plain, with a prefix space, with offsets trimmed to
+zero-width tokens), WordPiece and Unigram/Metaspace tokenizers. Where the configuration makes pieces depend on
+their place, the memo is off.
 """
 
 from __future__ import annotations
@@ -30,16 +31,19 @@ from turnkit.render._tokenize import generation_mask  # noqa: E402
 
 _SPECIAL_TEXT = re.compile(r"<\|[^|<>\s]{1,40}\|>|</?think>|</?tool_call>|</?tool_response>|\[/?[A-Z_]{3,20}\]")
 ADDED = ("<s>", "</s>", "<pad>", "<unk>", "<|im_start|>", "<|im_end|>", "<think>", "</think>", "<|im_", "im_end|>")
-KINDS = ["bpe", "bpe-prefix", "wordpiece", "unigram"]
+KINDS = ["bpe", "bpe-prefix", "bpe-trim", "wordpiece", "unigram"]
 
 
 @functools.cache
 def _tokenizer(kind: str, added: tuple[str, ...] = ADDED) -> Any:
     """A trained tokenizer of ``kind``; ``added`` are special tokens, plus a non-special normalised one."""
-    from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers, trainers
+    from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
     if kind in ("bpe", "wordpiece"):
         tok = build_tokenizer(kind, added)
+    elif kind == "bpe-trim":  # RoBERTa-style offsets: a token of spaces is trimmed to zero width at its end
+        tok = tokenizers.Tokenizer.from_str(build_tokenizer("bpe", added).to_str())
+        tok.post_processor = processors.ByteLevel(trim_offsets=True, add_prefix_space=False)
     elif kind == "bpe-prefix":  # GPT-2 style: a space in front of every piece
         tok = tokenizers.Tokenizer(models.BPE(unk_token="<unk>"))
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
@@ -103,6 +107,25 @@ def test_pieces_give_the_ids_and_masks_of_the_whole_text(
     spans = [[(start, start + width) for start, width in row_spans] for _, row_spans in rows]
     expected = _whole(tok, texts, spans)
     assert _pieces(tok, texts + texts, spans + spans) == expected + expected
+
+
+_EDGES = [
+    ("hello  <|im_end|>x", [(7, 17)]),  # a span starting where the piece ends: its zero-width end token is inside
+    ("hello  <|im_end|>x", [(0, 7)]),  # a span ending where the piece ends: that token is outside
+    ("hello  <|im_end|>x", [(2, 17)]),
+    ("<s>a  b  </s>  ", [(3, 9), (13, 15)]),
+    ("  ", [(0, 2)]),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_spans_on_piece_edges(kind: str) -> None:
+    """Spans that start or end exactly on a piece's edges, where byte-level offsets trimming leaves zero-width
+    tokens (a token of spaces at the end of a piece)."""
+    tok = _tokenizer(kind)
+    texts = [text for text, _ in _EDGES]
+    spans = [spans for _, spans in _EDGES]
+    assert _pieces(tok, texts, spans) == _whole(tok, texts, spans)
 
 
 def _renders(path: Any) -> tuple[list[str], list[list[tuple[int, int]]]]:
@@ -188,4 +211,4 @@ def test_the_memo_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     encoder = PieceEncoder(tok, generation_mask)
     texts = [f"<|im_start|>user\nquestion number {i} about the weather<|im_end|>\n" for i in range(40)]
     assert encoder.encode(texts) == [(tok.encode(t, add_special_tokens=False).ids, None) for t in texts]
-    assert encoder._held <= 50 and sum(len(ids) for ids, _ in encoder._memo.values()) == encoder._held
+    assert encoder._held <= 50 and sum(map(len, encoder._memo.values())) == encoder._held
