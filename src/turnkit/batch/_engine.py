@@ -165,28 +165,31 @@ def _ray_results(worker: Worker, path: str, kind: str, workers: int, batch_size:
     else:
         # lines as text, decoded by the worker: Arrow's JSON reader would add null keys to ragged objects
         dataset = ray.data.read_text(path, drop_empty_lines=True)
-    dumps = json.JSONEncoder(ensure_ascii=False).encode
+    ints = getattr(worker, "int_columns", ())
 
     def apply(columns: dict[str, Any]) -> dict[str, Any]:
+        """One input batch in, one row out: the batch's JSON lines and errors, so the driver only writes."""
         rows = columns_to_rows(columns)
         if "text" in columns and len(columns) == 1:
             rows = [_json_row(row["text"], 0) for row in rows]
         outs = worker.rows(rows)
+        errors = [[index, out["error"]] for index, out in enumerate(outs) if out.get("error") is not None]
         return {
-            "row": numpy.array([dumps(out) for out in outs], dtype=object),
-            # as JSON text: Ray's Arrow blocks would turn None into NaN
-            "error": numpy.array([dumps(out.get("error")) for out in outs], dtype=object),
+            "lines": numpy.array([encode_rows(outs, "jsonl", ints)], dtype=object),
+            "count": numpy.array([len(outs)]),
+            "errors": numpy.array([json.dumps(errors)], dtype=object),
         }
 
     mapped = dataset.map_batches(apply, batch_size=batch_size, concurrency=max(workers, 1), batch_format="numpy")
-    for batch in mapped.iter_batches(batch_size=batch_size, batch_format="numpy"):
-        texts = [str(text) for text in batch["row"]]
-        errors = [(index, json.loads(str(error))) for index, error in enumerate(batch["error"]) if error != "null"]
+    for done in mapped.iter_rows():
+        lines = str(done["lines"])
+        count = int(done["count"])
+        errors = [(int(index), str(error)) for index, error in json.loads(str(done["errors"]))]
         if kind == "jsonl":
-            payload: Any = "".join([text + "\n" for text in texts])
+            yield _Done(lines, count, errors)
         else:
-            payload = encode_rows([json.loads(text) for text in texts], kind)
-        yield _Done(payload, len(texts), errors)
+            # split on "\n" only: the encoder escapes it inside strings (str.splitlines would also cut at U+2028)
+            yield _Done(encode_rows([json.loads(line) for line in lines.split("\n")[:-1]], kind), count, errors)
 
 
 def run(
