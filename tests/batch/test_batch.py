@@ -70,7 +70,7 @@ def _read(path: Path) -> list[dict[str, Any]]:
         import pyarrow.parquet as pq
 
         return list(pq.read_table(path).to_pylist())
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
 
 
 def test_render_rows_match_chat_template_and_keep_order(tmp_path: Path, model: Path) -> None:
@@ -226,10 +226,13 @@ def test_ray_engine_on_a_local_cluster(tmp_path: Path, model: Path) -> None:
         pytest.skip("ray is not installed (pip install 'turnkit[ray]')")
     rows = _good_rows(24) + [BAD_ROWS[1][0]]
     source = _write_jsonl(tmp_path / "in.jsonl", rows)
+    rows[3]["messages"][0]["content"] = "line\u2028separator"  # one JSON line, though str.splitlines cuts it
+    source = _write_jsonl(tmp_path / "in.jsonl", rows)
     try:
         summary = tbatch.render(
             source, tmp_path / "out.jsonl", model=model, masks=True, engine="ray", workers=2, batch_size=6
         )
+        in_parquet = tbatch.render(source, tmp_path / "out.parquet", model=model, masks=True, engine="ray", workers=2)
     finally:
         import ray
 
@@ -238,6 +241,8 @@ def test_ray_engine_on_a_local_cluster(tmp_path: Path, model: Path) -> None:
     local = tbatch.Renderer(model=model, masks=True).rows(rows)
     assert summary.rows == 25 and summary.errors == 1
     assert out == local
+    tbatch.render(source, tmp_path / "local.parquet", model=model, masks=True)
+    assert in_parquet.rows == 25 and _read(tmp_path / "out.parquet") == _read(tmp_path / "local.parquet")
 
 
 def test_missing_extra_is_a_one_line_hint(monkeypatch: pytest.MonkeyPatch) -> None:
