@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from pathlib import Path
@@ -364,6 +365,7 @@ def test_workers_read_their_own_byte_ranges_and_write_part_files(tmp_path: Path,
         assert (summary.rows, summary.errors) == (34, 2)
         outputs.append(output.read_bytes())
     assert outputs[0] == outputs[1]
+    assert gc.get_freeze_count() == 0  # the objects frozen for the forked workers are unfrozen again
     out = _read(tmp_path / "out2.jsonl")
     assert "line 24: invalid JSON" in out[23]["error"] and "line 34: expected a JSON object" in out[33]["error"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out1.jsonl", "out2.jsonl"]

@@ -7,6 +7,7 @@ order into the same sink.
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -120,6 +121,9 @@ def _local_results(
     # and write JSON-lines output to part files of their own: the main process only finds line ends and copies
     # the parts into the output in order, so it is never the bottleneck and nothing big goes through a pipe.
     parts = tempfile.mkdtemp(prefix=".turnkit-parts-", dir=os.path.dirname(os.path.abspath(output)))
+    # The workers' garbage collector would touch every object they inherit and copy the pages holding them (a
+    # process with transformers loaded: ~45% more worker CPU); frozen objects are left alone.
+    gc.freeze()
     try:
         with context.Pool(workers, initializer=_init_worker, initargs=(worker,)) as pool:
             pending: deque[Any] = deque()
@@ -131,6 +135,7 @@ def _local_results(
             while pending:
                 yield pending.popleft().get()
     finally:
+        gc.unfreeze()
         shutil.rmtree(parts, ignore_errors=True)
 
 
