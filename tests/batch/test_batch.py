@@ -404,8 +404,12 @@ def test_an_interrupted_write_is_cut_back_to_the_last_complete_batch(
         st.fixed_dictionaries(
             {
                 "prompt": st.one_of(st.none(), st.text(max_size=5)),
-                "input_ids": st.one_of(st.none(), st.lists(st.integers(0, 70000), max_size=8)),
-                "assistant_masks": st.one_of(st.none(), st.lists(st.integers(0, 1), max_size=8)),
+                "input_ids": st.one_of(
+                    st.none(),
+                    st.lists(st.integers(0, 70000), max_size=80),
+                    st.lists(st.integers(0, 2), min_size=60, max_size=80),  # mask-like until a 2
+                ),
+                "assistant_masks": st.one_of(st.none(), st.lists(st.integers(0, 1), min_size=50, max_size=150)),
                 "meta": st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
             }
         ),
