@@ -83,20 +83,21 @@ class PieceEncoder:
         self._memo: dict[str, list[int]] = {}
         self._held = 0
 
-    def segments(self, text: str) -> list[tuple[int, int, int | None]]:
-        """``(start, end, id)`` of each added token (``id``) and each piece between (``None``), in order."""
-        out: list[tuple[int, int, int | None]] = []
+    def segments(self, text: str) -> list[tuple[int, int, int | None, str]]:
+        """``(start, end, id, text)`` of each added token (its ``id``) and each piece between (``None``), in order."""
+        out: list[tuple[int, int, int | None, str]] = []
         at = 0
         if self._split is not None:
             ids = self._ids
             for match in self._split.finditer(text):
                 start, end = match.span()
                 if start > at:
-                    out.append((at, start, None))
-                out.append((start, end, ids[match.group()]))
+                    out.append((at, start, None, text[at:start]))
+                token = match.group()
+                out.append((start, end, ids[token], token))
                 at = end
         if at < len(text):
-            out.append((at, len(text), None))
+            out.append((at, len(text), None, text[at:]))
         return out
 
     def encode(
@@ -117,22 +118,26 @@ class PieceEncoder:
         for index, text in enumerate(texts):
             segments = self.segments(text)
             live = [(s, e) for s, e in spans[index] if e > s] if spans is not None else []
-            kinds = []
-            for start, end, token in segments:
-                kind = 0
-                if token is None:
-                    piece = text[start:end]
-                    if live:
+            kinds: list[int] | None = None  # per segment: 0 unmarked, 1 marked, 2 by the piece's offsets
+            if spans is not None:
+                kinds = []
+                for start, end, token, piece in segments:
+                    if not live:
+                        kind = 0
+                    elif token is not None:
+                        kind = 1 if any(s < end and e > start for s, e in live) else 0
+                    else:
                         kind = _coverage(start, end, live)
                         if kind == 2:
                             located[piece] = None
-                    if piece not in known:
-                        hit = memo.get(piece)
-                        if hit is None:
-                            new[piece] = None
-                        else:
-                            known[piece] = hit
-                kinds.append(kind)
+                    kinds.append(kind)
+            for _, _, token, piece in segments:
+                if token is None and piece not in known:
+                    hit = memo.get(piece)
+                    if hit is None:
+                        new[piece] = None
+                    else:
+                        known[piece] = hit
             rows.append((segments, live, kinds))
         backend = self._backend
         fast = getattr(backend, "encode_batch_fast", backend.encode_batch)  # tokenizers >= 0.21
@@ -152,34 +157,40 @@ class PieceEncoder:
                     memo[piece] = piece_ids
                     self._held += len(piece_ids)
         results: list[tuple[list[int], list[int] | None] | None] = []
-        for text, (segments, live, kinds) in zip(texts, rows, strict=True):
+        for segments, live, kinds in rows:
             ids: list[int] = []
-            mask = bytearray() if spans is not None else None
-            for (start, end, token), kind in zip(segments, kinds, strict=True):
+            if kinds is None:
+                for _, _, token, piece in segments:
+                    if token is None:
+                        ids.extend(known[piece])
+                    else:
+                        ids.append(token)
+                results.append((ids, None))
+                continue
+            mask = bytearray()
+            exact = True
+            for (start, end, token, piece), kind in zip(segments, kinds, strict=True):
                 if token is not None:
                     ids.append(token)
-                    if mask is not None:
-                        mask.append(any(s < end and e > start for s, e in live))
+                    mask.append(kind)
                     continue
-                piece_ids = known[text[start:end]]
+                piece_ids = known[piece]
                 ids.extend(piece_ids)
-                if mask is None:
-                    continue
                 if kind != 2:
-                    mask.extend(bytes([kind]) * len(piece_ids))
+                    mask += _FILL[kind] * len(piece_ids)
                     continue
-                encoding = fresh[text[start:end]]
+                encoding = fresh[piece]
                 last = encoding.token_to_chars(len(piece_ids) - 1) if piece_ids else None
                 if last is not None and last[0] == last[1] == end - start:
-                    mask = None  # a zero-width token at the piece's end: only the whole text says
+                    exact = False  # a zero-width token at the piece's end: only the whole text says
                     break
                 local = [(max(s - start, 0), min(e, end) - start) for s, e in live if s < end and e > start]
-                mask.extend(self._mask(encoding, local))
-            if spans is not None and mask is None:
-                results.append(None)
-            else:
-                results.append((ids, list(mask) if mask is not None else None))
+                mask += bytes(self._mask(encoding, local))
+            results.append((ids, list(mask)) if exact else None)
         return results
+
+
+_FILL = (b"\x00", b"\x01")
 
 
 def _coverage(start: int, end: int, spans: Sequence[tuple[int, int]]) -> int:
