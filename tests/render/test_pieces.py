@@ -183,10 +183,13 @@ def test_place_dependent_configurations_turn_the_memo_off() -> None:
     """Metaspace ``prepend_scheme="first"`` marks only the piece at the start of the text: encoding pieces alone
     would differ (shown), so the memo is off and the whole text is encoded. Likewise added tokens that strip
     whitespace, BPE dropout, and (for masks) a post-processor trimming the first token's offsets."""
-    from tokenizers import AddedToken, processors
+    from tokenizers import AddedToken, pre_tokenizers, processors
 
     tok = _metaspace_first()
     assert "prepend_scheme='first'" in (inexact_reason(tok, offsets=False) or "")
+    nested = tokenizers.Tokenizer.from_str(tok.to_str())
+    nested.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(), tok.pre_tokenizer])
+    assert "prepend_scheme='first'" in (inexact_reason(nested, offsets=False) or "")
     text = "<s>hello world<|im_end|>hello world"
     naive = PieceEncoder(tok, generation_mask).encode([text])[0]
     whole = tok.encode(text, add_special_tokens=False).ids
@@ -197,8 +200,13 @@ def test_place_dependent_configurations_turn_the_memo_off() -> None:
     stripping = tokenizers.Tokenizer.from_str(_tokenizer("bpe").to_str())
     stripping.add_special_tokens([AddedToken("<mask>", lstrip=True)])
     assert "strips whitespace" in (inexact_reason(stripping, offsets=False) or "")
+    dropout = tokenizers.Tokenizer.from_str(_tokenizer("bpe").to_str())
+    dropout.model.dropout = 0.1
+    assert "dropout" in (inexact_reason(dropout, offsets=False) or "")
     trimming = tokenizers.Tokenizer.from_str(_tokenizer("bpe").to_str())
-    trimming.post_processor = processors.ByteLevel(trim_offsets=True, add_prefix_space=True)
+    trimming.post_processor = processors.Sequence(
+        [processors.ByteLevel(trim_offsets=True, add_prefix_space=True), trimming.post_processor]
+    )
     assert inexact_reason(trimming, offsets=False) is None  # the ids do not depend on offsets
     assert "post-processor" in (inexact_reason(trimming, offsets=True) or "")
 

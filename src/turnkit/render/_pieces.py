@@ -36,12 +36,17 @@ def _components(node: Any, key: str) -> Iterator[dict[str, Any]]:
         yield from _components(child, key)
 
 
+def _config(component: Any) -> Any:
+    """A pre-tokenizer's or post-processor's own JSON (not the whole tokenizer's: its vocabulary can be megabytes,
+    and every worker process asks once)."""
+    return json.loads(component.__getstate__()) if component is not None else None
+
+
 def inexact_reason(backend: Any, *, offsets: bool) -> str | None:
     """Why encoding piece by piece could differ from encoding the whole text (``None``: it cannot).
 
     ``offsets``: masks are wanted, so the token offsets must be the same too, not only the ids.
     """
-    config = json.loads(backend.to_str())
     if getattr(backend, "encode_special_tokens", False):
         return "encode_special_tokens is set (special tokens are not split out)"
     contents: set[str] = set()
@@ -53,14 +58,13 @@ def inexact_reason(backend: Any, *, offsets: bool) -> str | None:
         if not token.content or token.content in contents:
             return f"the added token {token.content!r} is empty or duplicated"
         contents.add(token.content)
-    model = config.get("model") or {}
-    if model.get("type") == "BPE" and model.get("dropout"):
+    if type(backend.model).__name__ == "BPE" and getattr(backend.model, "dropout", None):
         return "BPE dropout is random"
-    for node in _components(config.get("pre_tokenizer"), "pretokenizers"):
+    for node in _components(_config(backend.pre_tokenizer), "pretokenizers"):
         if node.get("type") == "Metaspace" and node.get("prepend_scheme") == "first":
             return "Metaspace prepend_scheme='first' treats the piece at the start of the text differently"
     if offsets:
-        for node in _components(config.get("post_processor"), "processors"):
+        for node in _components(_config(backend.post_processor), "processors"):
             if node.get("type") in ("ByteLevel", "RobertaProcessing") and node.get("trim_offsets", True):
                 if node.get("add_prefix_space", True):
                     return "the post-processor trims the first token's offsets differently (add_prefix_space)"
