@@ -1,8 +1,8 @@
 """Running a row worker over a file: in this process, in local worker processes, or on Ray Data.
 
-Order is preserved. The local engine keeps at most ``2 x workers`` batches in flight, so memory stays flat
-whatever the input size; the Ray engine runs the same worker as ``map_batches`` and streams the results back in
-order into the same sink.
+Order is preserved. The local engine keeps at most ``2 x workers`` batches (or ``4 x workers`` tasks of 64 rows)
+in flight, so memory stays flat whatever the input size; the Ray engine runs the same worker as ``map_batches``
+and streams the results back in order into the same sink.
 """
 
 from __future__ import annotations
@@ -127,10 +127,11 @@ def _local_results(
     try:
         with context.Pool(workers, initializer=_init_worker, initargs=(worker,)) as pool:
             pending: deque[Any] = deque()
+            ahead = (4 if size < batch_size else 2) * workers  # small tasks: more queued, so no worker waits
             for number, chunk in enumerate(source.chunks(size, skip=skip, ranges=True)):
                 part = os.path.join(parts, f"{number}.jsonl") if kind == "jsonl" else None
                 pending.append(pool.apply_async(_work, (chunk, kind, part)))
-                if len(pending) >= 2 * workers:
+                if len(pending) >= ahead:
                     yield pending.popleft().get()
             while pending:
                 yield pending.popleft().get()
