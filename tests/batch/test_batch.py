@@ -137,8 +137,9 @@ def test_corrupt_or_missing_input_fails_before_any_output(tmp_path: Path) -> Non
     assert not (tmp_path / "out.jsonl").exists()
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
-def test_interrupted_run_leaves_complete_rows_and_resume_carries_on(tmp_path: Path, suffix: str) -> None:
+def test_interrupted_run_leaves_complete_rows_and_resume_carries_on(tmp_path: Path, suffix: str, workers: int) -> None:
     rows = _good_rows(50)
     source = _write_jsonl(tmp_path / "in.jsonl", rows)
     output = tmp_path / f"out{suffix}"
@@ -155,7 +156,7 @@ def test_interrupted_run_leaves_complete_rows_and_resume_carries_on(tmp_path: Pa
             handle.write('{"id": 20, "prompt": "cut in the midd')  # a line torn by a kill
     partial = _read(output) if suffix == ".parquet" else _read_whole_lines(output)
     assert len(partial) == 20
-    summary = tbatch.run(worker, source, output, batch_size=10, resume=True)
+    summary = tbatch.run(worker, source, output, batch_size=10, resume=True, workers=workers)
     assert summary.skipped == 20 and summary.rows == 30
     out = _read(output)
     assert [int(row["id"]) for row in out] == list(range(50))
