@@ -1,7 +1,7 @@
 """Scaling of ``turnkit batch`` from 1 to 2 local workers, in a lean process (no transformers loaded).
 
     python bench/batch_scaling.py                 # 4000 chat rows, small tokenizer, 3 rounds
-    python bench/batch_scaling.py --rows 1000 --rounds 5
+    python bench/batch_scaling.py --rows 1000 --rounds 5 --dataset agent
 
 bench/batch.py times the same runs inside a process that also holds transformers and datasets, which the forked
 workers inherit; this is what the CLI does. Rounds alternate 1 and 2 workers, each with a fresh renderer (an
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from batch import _conversations, _model, _template_source  # noqa: E402
+from batch import _agent_rows, _conversations, _model, _template_source  # noqa: E402
 from turnkit import batch as tbatch  # noqa: E402
 
 
@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tokenizer", default="small", choices=["small", "wide"])
+    parser.add_argument("--dataset", default="chat", choices=["chat", "agent"])
     args = parser.parse_args()
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     with tempfile.TemporaryDirectory() as tmp:
@@ -40,9 +41,12 @@ def main() -> None:
         folder.mkdir()
         _model(folder, _template_source(), args.tokenizer)
         data = Path(tmp) / "in.jsonl"
-        data.write_text("".join(json.dumps({"messages": c}) + "\n" for c in _conversations(args.rows)), "utf-8")
+        rows = (
+            [{"messages": c} for c in _conversations(args.rows)] if args.dataset == "chat" else _agent_rows(args.rows)
+        )
+        data.write_text("".join(json.dumps(row) + "\n" for row in rows), "utf-8")
         rates: dict[int, list[float]] = {1: [], 2: []}
-        print(f"{args.rows} chat rows, {args.tokenizer} tokenizer; load average {os.getloadavg()[0]:.1f}")
+        print(f"{args.rows} {args.dataset} rows, {args.tokenizer} tokenizer; load average {os.getloadavg()[0]:.1f}")
         for _ in range(args.rounds):
             for workers in (1, 2):
                 worker = tbatch.Renderer(model=folder, masks=True)
