@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.clirun import run_cli
 from turnkit import BatchInputError, ChatTemplate, MissingDependencyError
@@ -68,7 +71,7 @@ def _read(path: Path) -> list[dict[str, Any]]:
         import pyarrow.parquet as pq
 
         return list(pq.read_table(path).to_pylist())
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line]
 
 
 def test_render_rows_match_chat_template_and_keep_order(tmp_path: Path, model: Path) -> None:
@@ -134,8 +137,9 @@ def test_corrupt_or_missing_input_fails_before_any_output(tmp_path: Path) -> Non
     assert not (tmp_path / "out.jsonl").exists()
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
-def test_interrupted_run_leaves_complete_rows_and_resume_carries_on(tmp_path: Path, suffix: str) -> None:
+def test_interrupted_run_leaves_complete_rows_and_resume_carries_on(tmp_path: Path, suffix: str, workers: int) -> None:
     rows = _good_rows(50)
     source = _write_jsonl(tmp_path / "in.jsonl", rows)
     output = tmp_path / f"out{suffix}"
@@ -152,7 +156,7 @@ def test_interrupted_run_leaves_complete_rows_and_resume_carries_on(tmp_path: Pa
             handle.write('{"id": 20, "prompt": "cut in the midd')  # a line torn by a kill
     partial = _read(output) if suffix == ".parquet" else _read_whole_lines(output)
     assert len(partial) == 20
-    summary = tbatch.run(worker, source, output, batch_size=10, resume=True)
+    summary = tbatch.run(worker, source, output, batch_size=10, resume=True, workers=workers)
     assert summary.skipped == 20 and summary.rows == 30
     out = _read(output)
     assert [int(row["id"]) for row in out] == list(range(50))
@@ -224,10 +228,13 @@ def test_ray_engine_on_a_local_cluster(tmp_path: Path, model: Path) -> None:
         pytest.skip("ray is not installed (pip install 'turnkit[ray]')")
     rows = _good_rows(24) + [BAD_ROWS[1][0]]
     source = _write_jsonl(tmp_path / "in.jsonl", rows)
+    rows[3]["messages"][0]["content"] = "line\u2028separator"  # one JSON line, though str.splitlines cuts it
+    source = _write_jsonl(tmp_path / "in.jsonl", rows)
     try:
         summary = tbatch.render(
             source, tmp_path / "out.jsonl", model=model, masks=True, engine="ray", workers=2, batch_size=6
         )
+        in_parquet = tbatch.render(source, tmp_path / "out.parquet", model=model, masks=True, engine="ray", workers=2)
     finally:
         import ray
 
@@ -236,6 +243,8 @@ def test_ray_engine_on_a_local_cluster(tmp_path: Path, model: Path) -> None:
     local = tbatch.Renderer(model=model, masks=True).rows(rows)
     assert summary.rows == 25 and summary.errors == 1
     assert out == local
+    tbatch.render(source, tmp_path / "local.parquet", model=model, masks=True)
+    assert in_parquet.rows == 25 and _read(tmp_path / "out.parquet") == _read(tmp_path / "local.parquet")
 
 
 def test_missing_extra_is_a_one_line_hint(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -341,3 +350,74 @@ def test_ray_resume_reads_only_the_rows_left(tmp_path: Path, monkeypatch: pytest
     assert seen == [30] and summary.skipped == 20 and summary.rows == 30
     assert [row["id"] for row in _read(output)] == list(range(50))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]  # the tail file is gone
+
+
+def test_workers_read_their_own_byte_ranges_and_write_part_files(tmp_path: Path, model: Path) -> None:
+    """With several workers, JSON lines go to them as byte ranges and come back as part files: the output, the
+    errors and their line numbers are the same as one in-process worker's, and no part file is left behind."""
+    from turnkit.batch import _io
+
+    rows: list[Any] = [*_good_rows(23), "{not json", "", "   ", *_good_rows(9), "[1]"]
+    source = _write_jsonl(tmp_path / "in.jsonl", rows)
+    outputs = []
+    for workers in (1, 2):
+        output = tmp_path / f"out{workers}.jsonl"
+        summary = tbatch.render(source, output, model=model, masks=True, workers=workers, batch_size=5)
+        assert (summary.rows, summary.errors) == (34, 2)
+        outputs.append(output.read_bytes())
+    assert outputs[0] == outputs[1]
+    assert gc.get_freeze_count() == 0  # the objects frozen for the forked workers are unfrozen again
+    out = _read(tmp_path / "out2.jsonl")
+    assert "line 24: invalid JSON" in out[23]["error"] and "line 34: expected a JSON object" in out[33]["error"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out1.jsonl", "out2.jsonl"]
+    opened = _io.open_source(source)
+    ranges = list(opened.chunks(5, skip=3, ranges=True))
+    assert {chunk[0] for chunk in ranges} == {"jsonl-range"}
+    assert [_io.decode_chunk(chunk) for chunk in ranges] == [
+        _io.decode_chunk(chunk) for chunk in opened.chunks(5, skip=3)
+    ]
+
+
+def test_an_interrupted_write_is_cut_back_to_the_last_complete_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from turnkit.batch import _io
+
+    output = tmp_path / "out.jsonl"
+    sink = _io.open_sink(output)
+    sink.write([{"id": 1}])
+    part = _io.write_part(_io.encode_rows([{"id": i} for i in range(2, 5)], "jsonl"), str(tmp_path / "0.jsonl"))
+
+    def torn(raw: Any, data: bytes) -> None:
+        raw.write(data[: len(data) // 2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_io, "_write_all", torn)
+    with pytest.raises(KeyboardInterrupt):
+        sink.write_encoded(part, 3)
+    sink.close()
+    assert output.read_text(encoding="utf-8") == '{"id": 1}\n'
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    rows=st.lists(
+        st.fixed_dictionaries(
+            {
+                "prompt": st.one_of(st.none(), st.text(max_size=5)),
+                "input_ids": st.one_of(
+                    st.none(),
+                    st.lists(st.integers(0, 70000), max_size=80),
+                    st.lists(st.integers(0, 2), min_size=60, max_size=80),  # mask-like until a 2
+                ),
+                "assistant_masks": st.one_of(st.none(), st.lists(st.integers(0, 1), min_size=50, max_size=150)),
+                "meta": st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+            }
+        ),
+        max_size=4,
+    )
+)
+def test_token_columns_joined_from_the_number_table_are_the_json_encoders_text(rows: list[dict[str, Any]]) -> None:
+    from turnkit.batch import _io
+
+    assert _io.encode_rows(rows, "jsonl", ["input_ids", "assistant_masks"]) == _io.encode_rows(rows, "jsonl")

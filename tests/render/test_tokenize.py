@@ -22,6 +22,7 @@ from tests.render.conversations import cases
 tokenizers = pytest.importorskip("tokenizers")
 
 from turnkit import ChatTemplate, TemplateError, TokenizerError, apply_chat_template  # noqa: E402
+from turnkit.limits import DEFAULT_LIMITS  # noqa: E402
 from turnkit.render import ChatTokenizer, DoubleBosWarning  # noqa: E402
 from turnkit.render._spans import TRACKER, SpanTracker  # noqa: E402
 from turnkit.render._tokenize import generation_mask, overlap_mask, transformers_mask  # noqa: E402
@@ -391,3 +392,74 @@ def test_corpus_folder_exists_for_generation_templates() -> None:
         pytest.skip("no corpora")
     for relative in GENERATION_TEMPLATES:
         corpus_path(f"templates/{relative}")
+
+
+# -- generation blocks inside macros and {% set %} blocks ----------------------------------------------------------
+
+_IN_MACRO = (
+    "{% macro reply(m) %}<|im_start|>assistant\n{% generation %}{{ m.content }}<|im_end|>{% endgeneration %}\n"
+    "{% endmacro %}{% for m in messages %}{% if m.role == 'assistant' %}{{ reply(m) }}{% else %}"
+    "<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endif %}{% endfor %}"
+)
+_IN_SET = (
+    "{% for m in messages %}{% if m.role == 'assistant' %}{% set body %}{% generation %}{{ m.content }}<|im_end|>"
+    "{% endgeneration %}{% endset %}<|im_start|>assistant\n{{ body }}\n{% else %}<|im_start|>{{ m.role }}\n"
+    "{{ m.content }}<|im_end|>\n{% endif %}{% endfor %}"
+)
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("template_text", [_IN_MACRO, _IN_SET], ids=["macro", "set-block"])
+def test_generation_blocks_in_macros_and_set_blocks_cover_their_own_text(template_text: str) -> None:
+    """transformers records a block's span at the length of the top-level output when the block runs; inside a
+    macro or a {% set %} block that is before the text the macro or variable outputs later, so its mask covers the
+    role header and misses the end of the reply. turnkit finds where the block's text lands (a marked render)."""
+    tok = build_tokenizer("bpe", tuple(_added_tokens(template_text)))
+    template = ChatTemplate(template_text, special_tokens=SPECIAL, tokenizer=tok)
+    theirs = _theirs(_reference(tok, template_text), CHAT, return_assistant_tokens_mask=True)
+    ours = _ours(template, CHAT, return_assistant_tokens_mask=True)
+    assert ours["input_ids"] == theirs["input_ids"]
+
+    def marked(mask: list[int]) -> str:
+        return str(
+            tok.decode([i for i, m in zip(ours["input_ids"], mask, strict=True) if m], skip_special_tokens=False)
+        )
+
+    assert marked(ours["assistant_masks"]) == "It is sunny in Paris ☀️ today.<|im_end|>Rain, 12 °C.<|im_end|>"
+    assert marked(theirs["assistant_masks"]).startswith("<|im_start|>assistant\nIt is sunny")  # shifted left
+    encoding, spans = _spans_and_encoding(template, CHAT)
+    text = template.render(CHAT)
+    assert [text[s:e] for s, e in spans] == [m["content"] + "<|im_end|>" for m in CHAT if m["role"] == "assistant"]
+
+
+@pytest.mark.reference
+def test_a_filter_over_a_marked_block_keeps_the_top_level_spans() -> None:
+    """When the block's text goes through a filter that the marks would change (``length``, ``trim``...), the
+    marked render is not the same text: the spans stay transformers' (top-level) ones."""
+    template_text = (
+        "{% for m in messages %}{% set body %}{% if m.role == 'assistant' %}{% generation %}{{ m.content }}"
+        "{% endgeneration %}{% else %}{{ m.content }}{% endif %}{% endset %}"
+        "<|im_start|>{{ m.role }} {{ body | length }}\n{{ body | trim }}<|im_end|>\n{% endfor %}"
+    )
+    tok = build_tokenizer("bpe", tuple(_added_tokens(template_text)))
+    template = ChatTemplate(template_text, special_tokens=SPECIAL, tokenizer=tok)
+    theirs = _theirs(_reference(tok, template_text), CHAT, return_assistant_tokens_mask=True)
+    ours = _ours(template, CHAT, return_assistant_tokens_mask=True)
+    assert ours["input_ids"] == theirs["input_ids"] and ours["assistant_masks"] == theirs["assistant_masks"]
+
+
+def test_nested_generation_is_found_in_buffers_only() -> None:
+    from turnkit.render._sandbox import nested_generation, sandbox_for
+    from turnkit.render._spans import marked_spans
+
+    sandbox = sandbox_for(DEFAULT_LIMITS)
+    assert not nested_generation(sandbox.parse(CHATML))
+    assert nested_generation(sandbox.parse(_IN_MACRO)) and nested_generation(sandbox.parse(_IN_SET))
+    call = (
+        "{% macro box() %}[{{ caller() }}]{% endmacro %}"
+        "{% call box() %}{% generation %}x{% endgeneration %}{% endcall %}"
+    )
+    assert nested_generation(sandbox.parse(call))
+    assert marked_spans("a\ufdd0b\ufdd0c\ufdd1\ufdd1", "abc") == [(2, 3), (1, 3)]  # inner first, as blocks end
+    assert marked_spans("a\ufdd0b", "ab") is None and marked_spans("a\ufdd1b", "ab") is None
+    assert marked_spans("a\ufdd0b\ufdd1", "a b") is None and marked_spans("ab", "a\ufdd0b") is None

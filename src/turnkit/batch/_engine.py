@@ -1,15 +1,18 @@
 """Running a row worker over a file: in this process, in local worker processes, or on Ray Data.
 
-Order is preserved. The local engine keeps at most ``2 x workers`` batches in flight, so memory stays flat
-whatever the input size; the Ray engine runs the same worker as ``map_batches`` and streams the results back in
-order into the same sink.
+Order is preserved. The local engine keeps at most ``2 x workers`` batches (or ``4 x workers`` tasks of 64 rows)
+in flight, so memory stays flat whatever the input size; the Ray engine runs the same worker as ``map_batches``
+and streams the results back in order into the same sink.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
+import shutil
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -18,7 +21,17 @@ from typing import Any, Literal
 
 from turnkit._args import check_fields, expect, expect_callable, expect_choice, expect_int, expect_path
 from turnkit._extras import require
-from turnkit.batch._io import Chunk, complete_rows, decode_chunk, encode_rows, file_kind, open_sink, open_source
+from turnkit.batch._io import (
+    Chunk,
+    Source,
+    complete_rows,
+    decode_chunk,
+    encode_rows,
+    file_kind,
+    open_sink,
+    open_source,
+    write_part,
+)
 from turnkit.errors import TurnkitError
 
 __all__ = ["Summary", "run"]
@@ -62,11 +75,13 @@ class _Done:
     errors: list[tuple[int, str]]
 
 
-def _process(worker: Worker, chunk: Chunk, kind: str) -> _Done:
-    """Decode a chunk, run the worker, encode the output for the sink: all of it in the worker process."""
+def _process(worker: Worker, chunk: Chunk, kind: str, part: str | None = None) -> _Done:
+    """Decode a chunk, run the worker, encode the output for the sink: all of it in the worker process. With
+    ``part``, JSON lines are written to that file, and only its name goes back to the main process."""
     rows = worker.rows(decode_chunk(chunk))
     errors = [(index, row["error"]) for index, row in enumerate(rows) if row.get("error") is not None]
-    return _Done(encode_rows(rows, kind), len(rows), errors)
+    payload = encode_rows(rows, kind, getattr(worker, "int_columns", ()))
+    return _Done(write_part(payload, part) if part is not None else payload, len(rows), errors)
 
 
 _WORKER: Any = None
@@ -80,13 +95,20 @@ def _init_worker(worker: Worker) -> None:
     _WORKER = worker
 
 
-def _work(chunk: Chunk, kind: str) -> _Done:
-    return _process(_WORKER, chunk, kind)
+def _work(chunk: Chunk, kind: str, part: str | None) -> _Done:
+    return _process(_WORKER, chunk, kind, part)
 
 
-def _local_results(worker: Worker, chunks: Iterator[Chunk], kind: str, workers: int) -> Iterator[_Done]:
+_SHARD = 64
+"""Rows per task with several local workers (JSON lines input): small tasks keep the workers evenly busy to the
+end of the file (the last task is all that one worker may wait for), and cost a file each."""
+
+
+def _local_results(
+    worker: Worker, source: Source, kind: str, workers: int, batch_size: int, skip: int, output: str
+) -> Iterator[_Done]:
     if workers <= 1:
-        for chunk in chunks:
+        for chunk in source.chunks(batch_size, skip=skip):
             yield _process(worker, chunk, kind)
         return
     chat_template = getattr(worker, "chat_template", None)
@@ -94,16 +116,28 @@ def _local_results(worker: Worker, chunks: Iterator[Chunk], kind: str, workers: 
         chat_template()  # compiled once here: forked workers inherit it instead of each building their own
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
-    # Workers get undecoded chunks (lines of text, Arrow record batches) and hand back encoded output (JSON
-    # lines text, Arrow tables): the main process only reads and writes, so it is never the bottleneck.
-    with context.Pool(workers, initializer=_init_worker, initargs=(worker,)) as pool:
-        pending: deque[Any] = deque()
-        for chunk in chunks:
-            pending.append(pool.apply_async(_work, (chunk, kind)))
-            if len(pending) >= 2 * workers:
+    size = min(batch_size, _SHARD) if source.kind == "jsonl" else batch_size
+    # Workers read their own rows (byte ranges of a JSON-lines file; parquet record batches are sent to them)
+    # and write JSON-lines output to part files of their own: the main process only finds line ends and copies
+    # the parts into the output in order, so it is never the bottleneck and nothing big goes through a pipe.
+    parts = tempfile.mkdtemp(prefix=".turnkit-parts-", dir=os.path.dirname(os.path.abspath(output)))
+    # The workers' garbage collector would touch every object they inherit and copy the pages holding them (a
+    # process with transformers loaded: ~45% more worker CPU); frozen objects are left alone.
+    gc.freeze()
+    try:
+        with context.Pool(workers, initializer=_init_worker, initargs=(worker,)) as pool:
+            pending: deque[Any] = deque()
+            ahead = (4 if size < batch_size else 2) * workers  # small tasks: more queued, so no worker waits
+            for number, chunk in enumerate(source.chunks(size, skip=skip, ranges=True)):
+                part = os.path.join(parts, f"{number}.jsonl") if kind == "jsonl" else None
+                pending.append(pool.apply_async(_work, (chunk, kind, part)))
+                if len(pending) >= ahead:
+                    yield pending.popleft().get()
+            while pending:
                 yield pending.popleft().get()
-        while pending:
-            yield pending.popleft().get()
+    finally:
+        gc.unfreeze()
+        shutil.rmtree(parts, ignore_errors=True)
 
 
 def _ray_results(worker: Worker, path: str, kind: str, workers: int, batch_size: int) -> Iterator[_Done]:
@@ -137,28 +171,31 @@ def _ray_results(worker: Worker, path: str, kind: str, workers: int, batch_size:
     else:
         # lines as text, decoded by the worker: Arrow's JSON reader would add null keys to ragged objects
         dataset = ray.data.read_text(path, drop_empty_lines=True)
-    dumps = json.JSONEncoder(ensure_ascii=False).encode
+    ints = getattr(worker, "int_columns", ())
 
     def apply(columns: dict[str, Any]) -> dict[str, Any]:
+        """One input batch in, one row out: the batch's JSON lines and errors, so the driver only writes."""
         rows = columns_to_rows(columns)
         if "text" in columns and len(columns) == 1:
             rows = [_json_row(row["text"], 0) for row in rows]
         outs = worker.rows(rows)
+        errors = [[index, out["error"]] for index, out in enumerate(outs) if out.get("error") is not None]
         return {
-            "row": numpy.array([dumps(out) for out in outs], dtype=object),
-            # as JSON text: Ray's Arrow blocks would turn None into NaN
-            "error": numpy.array([dumps(out.get("error")) for out in outs], dtype=object),
+            "lines": numpy.array([encode_rows(outs, "jsonl", ints)], dtype=object),
+            "count": numpy.array([len(outs)]),
+            "errors": numpy.array([json.dumps(errors)], dtype=object),
         }
 
     mapped = dataset.map_batches(apply, batch_size=batch_size, concurrency=max(workers, 1), batch_format="numpy")
-    for batch in mapped.iter_batches(batch_size=batch_size, batch_format="numpy"):
-        texts = [str(text) for text in batch["row"]]
-        errors = [(index, json.loads(str(error))) for index, error in enumerate(batch["error"]) if error != "null"]
+    for done in mapped.iter_rows():
+        lines = str(done["lines"])
+        count = int(done["count"])
+        errors = [(int(index), str(error)) for index, error in json.loads(str(done["errors"]))]
         if kind == "jsonl":
-            payload: Any = "".join([text + "\n" for text in texts])
+            yield _Done(lines, count, errors)
         else:
-            payload = encode_rows([json.loads(text) for text in texts], kind)
-        yield _Done(payload, len(texts), errors)
+            # split on "\n" only: the encoder escapes it inside strings (str.splitlines would also cut at U+2028)
+            yield _Done(encode_rows([json.loads(line) for line in lines.split("\n")[:-1]], kind), count, errors)
 
 
 def run(
@@ -213,7 +250,7 @@ def run(
                 path = tail
             results = _ray_results(worker, path, kind, workers, batch_size)
         else:
-            results = _local_results(worker, source.chunks(batch_size, skip=skip), kind, workers)
+            results = _local_results(worker, source, kind, workers, batch_size, skip, os.fspath(output))
         for done in results:
             errors = dict(done.errors)
             added = sink.write_encoded(done.payload, done.count)

@@ -10,14 +10,25 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from turnkit._extras import require
 from turnkit.errors import BatchInputError
 
-__all__ = ["Chunk", "Sink", "Source", "decode_chunk", "encode_rows", "file_kind", "open_sink", "open_source"]
+__all__ = [
+    "Chunk",
+    "Part",
+    "Sink",
+    "Source",
+    "decode_chunk",
+    "encode_rows",
+    "file_kind",
+    "open_sink",
+    "open_source",
+    "write_part",
+]
 
 _KINDS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
 
@@ -78,11 +89,14 @@ class Source:
         for chunk in self.chunks(size, skip=skip):
             yield decode_chunk(chunk)
 
-    def chunks(self, size: int, *, skip: int = 0) -> Iterator[Chunk]:
+    def chunks(self, size: int, *, skip: int = 0, ranges: bool = False) -> Iterator[Chunk]:
         """Undecoded batches (:data:`Chunk`): JSON lines as text, parquet as Arrow record batches. They are cheap
-        to send to a worker process, which decodes them (:func:`decode_chunk`)."""
+        to send to a worker process, which decodes them (:func:`decode_chunk`). ``ranges`` gives JSON lines as
+        byte ranges of the file instead, which a worker process reads itself (nothing is sent through a pipe)."""
         if self.kind == "parquet":
             yield from self._parquet_chunks(size, skip)
+        elif ranges:
+            yield from self._jsonl_ranges(size, skip)
         else:
             yield from self._jsonl_chunks(size, skip)
 
@@ -98,21 +112,38 @@ class Source:
             raise BatchInputError(f"input {self.path!r}: cannot read parquet data: {exc}") from exc
 
     def _jsonl_chunks(self, size: int, skip: int) -> Iterator[Chunk]:
-        lines: list[str] = []
+        with open(self.path, "rb") as handle:
+            for (_, start, end), first in self._jsonl_spans(size, skip):
+                handle.seek(start)
+                yield ("jsonl", _lines(handle.read(end - start)), first)
+
+    def _jsonl_ranges(self, size: int, skip: int) -> Iterator[Chunk]:
+        for span, first in self._jsonl_spans(size, skip):
+            yield ("jsonl-range", span, first)
+
+    def _jsonl_spans(self, size: int, skip: int) -> Iterator[tuple[tuple[str, int, int], int]]:
+        """``((path, start byte, end byte), number of the first row)`` of each batch of ``size`` rows after
+        ``skip``. Rows are the lines that are not blank (``\\n`` ends a line); blank lines are not counted."""
         number = 0
-        with open(self.path, encoding="utf-8", errors="replace") as handle:
+        count = 0
+        start = offset = 0
+        with open(self.path, "rb") as handle:
             for line in handle:
+                at = offset
+                offset += len(line)
                 if not line.strip():
                     continue
                 number += 1
                 if number <= skip:
                     continue
-                lines.append(line)
-                if len(lines) >= size:
-                    yield ("jsonl", lines, number - len(lines) + 1)
-                    lines = []
-        if lines:
-            yield ("jsonl", lines, number - len(lines) + 1)
+                if not count:
+                    start = at
+                count += 1
+                if count >= size:
+                    yield (self.path, start, offset), number - count + 1
+                    count = 0
+        if count:
+            yield (self.path, start, offset), number - count + 1
 
     def tail(self, skip: int, path: str) -> None:
         """Write the rows after the first ``skip`` to ``path`` (same kind): a resumed Ray run reads only those."""
@@ -129,13 +160,15 @@ class Source:
             if writer is None:
                 self._parquet_module.write_table(self._parquet.schema_arrow.empty_table(), path)
             return
-        with open(path, "w", encoding="utf-8") as out:
-            for _, lines, _ in self._jsonl_chunks(4096, skip):
-                out.writelines(lines)
+        with open(path, "wb") as out, open(self.path, "rb") as handle:
+            for (_, start, end), _ in self._jsonl_spans(4096, skip):
+                handle.seek(start)
+                out.write(handle.read(end - start))
 
 
 Chunk = tuple[str, Any, int]
-"""``("jsonl", lines, number of the first line)`` or ``("parquet", record batch, 0)``."""
+"""``("jsonl", lines, number of the first line)``, ``("jsonl-range", (path, start byte, end byte), number of the
+first line)`` or ``("parquet", record batch, 0)``."""
 
 
 def decode_chunk(chunk: Chunk) -> list[dict[str, Any]]:
@@ -144,16 +177,46 @@ def decode_chunk(chunk: Chunk) -> list[dict[str, Any]]:
     if kind == "parquet":
         rows: list[dict[str, Any]] = data.to_pylist()
         return rows
+    if kind == "jsonl-range":
+        path, start, end = data
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            data = _lines(handle.read(end - start))
     return [_json_row(line, first + index) for index, line in enumerate(data)]
 
 
-def encode_rows(rows: list[dict[str, Any]], kind: str) -> Any:
+def _lines(data: bytes) -> list[str]:
+    """The rows of a piece of a JSON-lines file: its lines that are not blank, as text."""
+    return [line.decode("utf-8", errors="replace") for line in data.split(b"\n") if line.strip()]
+
+
+class Part:
+    """Encoded output a worker process wrote to a file of its own (``path``) for the sink to copy in order."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
+def write_part(payload: str, path: str) -> Part:
+    """Write a batch of JSON lines (:func:`encode_rows`) to a part file."""
+    with open(path, "wb") as handle:
+        handle.write(payload.encode("utf-8"))
+    return Part(path)
+
+
+def encode_rows(rows: list[dict[str, Any]], kind: str, ints: Sequence[str] = ()) -> Any:
     """Output rows ready for a sink of ``kind``: JSON lines text, or an Arrow table (string columns, non-string
     values as JSON text; ``input_ids``/``assistant_masks`` as ``list<int64>``). Workers call this, so the main
-    process only writes."""
+    process only writes. ``ints`` names columns whose lists are known to hold only non-negative ``int``\\ s
+    (the token columns a worker made): their JSON text is joined from a table of numbers, about 3x faster than
+    the encoder, with the same characters."""
     if kind == "jsonl":
         dumps = _JSON.encode
-        return "".join([dumps(row) + "\n" for row in rows])
+        if not ints:
+            return "".join([dumps(row) + "\n" for row in rows])
+        return "".join([_json_line(row, ints) for row in rows])
     import pyarrow as pa
 
     names: dict[str, None] = {}
@@ -169,6 +232,33 @@ def encode_rows(rows: list[dict[str, Any]], kind: str) -> Any:
 
 
 _JSON = json.JSONEncoder(ensure_ascii=False)
+_NUMBERS: list[str] = []  # str(i) for i < len: grown to the largest token id seen
+
+
+def _json_line(row: dict[str, Any], ints: Sequence[str]) -> str:
+    """``json.dumps(row) + "\\n"`` (the same text), with the ``ints`` columns joined from :data:`_NUMBERS`."""
+    dumps = _JSON.encode
+    items = []
+    for key, value in row.items():
+        if not isinstance(key, str):
+            return dumps(row) + "\n"
+        items.append(f"{dumps(key)}: {_int_list(value) if key in ints and type(value) is list else dumps(value)}")
+    return "{" + ", ".join(items) + "}\n"
+
+
+_BITS = bytes.maketrans(b"\x00\x01", b"01")
+
+
+def _int_list(values: list[int]) -> str:
+    if len(values) > 64 and values[0] in (0, 1):  # a mask: one bytes object, translated at C speed
+        data = bytes(values)
+        if not data.translate(None, b"\x00\x01"):
+            return "[" + ", ".join(data.translate(_BITS).decode("ascii")) + "]"
+    try:
+        return "[" + ", ".join(map(_NUMBERS.__getitem__, values)) + "]"
+    except IndexError:
+        _NUMBERS.extend(map(str, range(len(_NUMBERS), max(values) + 1)))
+        return _int_list(values)
 
 
 def _TOKEN_TYPE() -> Any:  # noqa: N802 - a type constructor
@@ -241,7 +331,7 @@ class Sink:
                 os.replace(self.path, self._previous)
             self._handle: Any = None
         else:
-            self._handle = open(self.path, "a" if append else "w", encoding="utf-8")  # noqa: SIM115
+            self._handle = open(self.path, "ab" if append else "wb", buffering=0)  # noqa: SIM115
 
     def write(self, rows: list[dict[str, Any]]) -> dict[int, str]:
         """Write a batch of rows as one atomic unit (whole lines, or one row group)."""
@@ -256,12 +346,28 @@ class Sink:
             return {}
         errors: dict[int, str] = {}
         if self.kind == "jsonl":
-            self._handle.write(payload)
-            self._handle.flush()
+            self._write_lines(payload)
         else:
             errors = self._write_table(payload)
         self.rows += count
         return errors
+
+    def _write_lines(self, payload: str | Part) -> None:
+        """Append whole lines; interrupted half-way (Ctrl-C), the file is cut back to its last complete batch."""
+        raw = self._handle  # unbuffered: nothing is left in a buffer to be written after an interruption
+        before = raw.seek(0, os.SEEK_END)
+        try:
+            if isinstance(payload, Part):
+                with open(payload.path, "rb") as part:
+                    while block := part.read(1 << 20):
+                        _write_all(raw, block)
+                os.remove(payload.path)
+            else:
+                _write_all(raw, payload.encode("utf-8"))
+        except BaseException:
+            raw.truncate(before)  # then re-raise: the batch was not written
+            raw.seek(before)
+            raise
 
     def _write_table(self, table: Any) -> dict[int, str]:
         import pyarrow as pa
@@ -328,6 +434,12 @@ class Sink:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _write_all(raw: Any, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[raw.write(view) :]
 
 
 _INTERNAL_COLUMNS = ("_line", "_invalid")  # a bad JSON line's markers: its error already says what they say

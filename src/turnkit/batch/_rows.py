@@ -220,6 +220,11 @@ class Renderer:
             columns.append("assistant_masks")
         return [*columns, "error"]
 
+    @property
+    def int_columns(self) -> list[str]:
+        """The output columns that hold lists of non-negative ints (token ids, masks) or ``None``."""
+        return [column for column in ("input_ids", "assistant_masks") if column in self.output_columns]
+
     def __call__(self, row_or_columns: Mapping[str, Any]) -> dict[str, Any]:
         """A row (``{"messages": [...]}``) gives a row; columns (``{"messages": [[...], ...]}``) give columns."""
         values = row_or_columns.get(self.messages_column)
@@ -233,7 +238,7 @@ class Renderer:
 
     def rows(self, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Output rows for input rows (tokenised together); a bad row gets an ``error``, the others go on."""
-        from turnkit.render._tokenize import generation_mask, render_with_spans
+        from turnkit.render._tokenize import render_with_spans
 
         chat = self.chat_template()
         outs: list[dict[str, Any]] = []
@@ -280,16 +285,17 @@ class Renderer:
         if self.tokenize:
             done = [i for i, out in enumerate(outs) if out["error"] is None]
             try:
-                # one encode_batch call: without offsets unless masks need them
-                encodings = chat.tokenizer.encode([outs[i]["prompt"] for i in done], offsets=self.masks)
+                encoded = chat.tokenizer.encode_plain(
+                    [outs[i]["prompt"] for i in done], [spans[i] for i in done] if self.masks else None
+                )
             except TurnkitError as exc:  # the whole batch failed to tokenize: record it on every row
                 for i in done:
                     outs[i]["error"] = _error_text(exc)
                 return outs
-            for i, encoding in zip(done, encodings, strict=True):
-                outs[i]["input_ids"] = encoding.ids
+            for i, (ids, mask) in zip(done, encoded, strict=True):
+                outs[i]["input_ids"] = ids
                 if self.masks:
-                    outs[i]["assistant_masks"] = generation_mask(encoding, spans[i])
+                    outs[i]["assistant_masks"] = mask
         return outs
 
 

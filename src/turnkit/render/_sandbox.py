@@ -50,9 +50,9 @@ from turnkit.render._fragments import (
 )
 from turnkit.render._inputs import frozen_json
 from turnkit.render._memo import FifoMemo
-from turnkit.render._spans import TRACKER
+from turnkit.render._spans import MARKS, TRACKER
 
-__all__ = ["TemplateSandbox", "sandbox_for"]
+__all__ = ["TemplateSandbox", "nested_generation", "sandbox_for"]
 
 _LOOP_FILTER = "_turnkit_loop"
 _DICT_ATTRIBUTES = frozenset(dir(dict))
@@ -136,8 +136,32 @@ class _GenerationExtension(jinja2.ext.Extension):
         text = str(caller())
         tracker = TRACKER.get()
         if tracker is not None:
+            if tracker.marking:
+                return f"{MARKS[0]}{text}{MARKS[1]}"
             tracker.generated(text)
         return text
+
+
+_BUFFERED = (nodes.Macro, nodes.CallBlock, nodes.AssignBlock, nodes.FilterBlock)
+"""Nodes whose body renders into a buffer output later (or elsewhere): a generation block inside one is not at the
+top-level position the render loop counts."""
+
+
+def _is_generation(node: nodes.Node) -> bool:
+    call = getattr(node, "call", None)
+    target = getattr(call, "node", None)
+    return isinstance(node, nodes.CallBlock) and getattr(target, "name", None) == "_generation_support"
+
+
+def nested_generation(tree: nodes.Node, inside: bool = False) -> bool:
+    """Whether the parsed template ``tree`` has a ``{% generation %}`` block inside a macro, ``{% set %}``, call
+    or filter block (another generation block counts too)."""
+    for child in tree.iter_child_nodes():
+        if _is_generation(child) and inside:
+            return True
+        if nested_generation(child, inside or isinstance(child, _BUFFERED)):
+            return True
+    return False
 
 
 class _GuardRewriter(NodeTransformer):

@@ -35,8 +35,8 @@ from turnkit.render._inputs import (
     tools_key,
 )
 from turnkit.render._memo import FifoMemo
-from turnkit.render._sandbox import TemplateSandbox, sandbox_for
-from turnkit.render._spans import TRACKER
+from turnkit.render._sandbox import TemplateSandbox, nested_generation, sandbox_for
+from turnkit.render._spans import TRACKER, marked_spans
 
 __all__ = ["ChatTemplate", "apply_chat_template", "render_template_string"]
 
@@ -377,6 +377,14 @@ class ChatTemplate:
             f"{sorted(self._sources)}"
         )
 
+    def _nested_generation(self, compiled: jinja2.Template, source: str) -> bool:
+        """Whether ``compiled`` has a generation block inside a buffer (parsed once, when masks are asked for)."""
+        nested: bool | None = getattr(compiled, "turnkit_nested_generation", None)
+        if nested is None:
+            nested = nested_generation(self._sandbox.parse(source))
+            compiled.turnkit_nested_generation = nested  # type: ignore[attr-defined]
+        return nested
+
     def _compile(self, name: str) -> jinja2.Template | TemplateError:
         compiled = self._compiled.get(name)
         if compiled is None:
@@ -412,6 +420,18 @@ class ChatTemplate:
             final_message = _tag_final_message(chat, source, continue_final_message)
         variables = {**extra, "messages": chat, **shared}
         text = _run(self._sandbox, compiled, variables, trusted)
+        tracker = TRACKER.get()
+        if tracker is not None and self._nested_generation(compiled, source):
+            # generation blocks inside macros or {% set %} blocks: where their text lands (see _spans)
+            tracker.marking = True
+            try:
+                marked = _run(self._sandbox, compiled, variables, trusted)
+            finally:
+                tracker.marking = False
+            tracker.renders.pop()
+            spans = marked_spans(marked, text)
+            if spans is not None:
+                tracker.renders[-1] = spans
         if continue_final_message:
             text = _cut_at_final_message(text, final_message)
         return text

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from turnkit._args import expect, expect_int
 from turnkit._extras import require
 from turnkit.errors import TemplateError, TokenizerError
+from turnkit.render._pieces import PieceEncoder, inexact_reason
 from turnkit.render._spans import TRACKER, SpanTracker
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ class ChatTokenizer:
         "_backend",
         "_fast",
         "_lock",
+        "_pieces",
         "padding_side",
         "truncation_side",
         "model_max_length",
@@ -103,6 +105,7 @@ class ChatTokenizer:
         self._backend = backend
         self._fast = hasattr(backend, "encode_batch_fast")  # tokenizers >= 0.21
         self._lock = threading.Lock()
+        self._pieces: dict[bool, PieceEncoder | None] = {}
         for name, side in (("padding_side", padding_side), ("truncation_side", truncation_side)):
             if side not in ("left", "right"):
                 raise TokenizerError(f"{name} must be 'left' or 'right', got {side!r}")
@@ -232,6 +235,36 @@ class ChatTokenizer:
                     backend.no_truncation()
                 if pad is not None:
                     backend.no_padding()
+
+    def encode_plain(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]] | None = None
+    ) -> list[tuple[list[int], list[int] | None]]:
+        """``(ids, mask)`` per text, without special tokens, truncation or padding: what batch rendering needs.
+
+        ``mask`` is :func:`generation_mask` of the text's ``spans`` (``None`` without ``spans``). The distinct
+        pieces between special tokens are encoded once and remembered (:mod:`turnkit.render._pieces`) when the
+        tokenizer's configuration makes that exact; else each text is encoded whole. Same result either way.
+        """
+        texts = texts if isinstance(texts, list) else list(texts)
+        masks = spans is not None
+        with self._lock:
+            if masks not in self._pieces:
+                exact = inexact_reason(self._backend, offsets=masks) is None
+                self._pieces[masks] = PieceEncoder(self._backend, generation_mask) if exact else None
+            pieces = self._pieces[masks]
+            found: list[tuple[list[int], list[int] | None] | None] = [None] * len(texts)
+            try:
+                if pieces is not None:
+                    found = pieces.encode(texts, spans)
+            except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception
+                raise TokenizerError(f"tokenizing failed: {exc}") from exc
+        missing = [index for index, result in enumerate(found) if result is None]
+        if missing:
+            encodings = self.encode([texts[index] for index in missing], offsets=masks)
+            for index, encoding in zip(missing, encodings, strict=True):
+                mask = generation_mask(encoding, spans[index]) if spans is not None else None
+                found[index] = (encoding.ids, mask)
+        return [result for result in found if result is not None]
 
 
 def _rebuild(
@@ -417,25 +450,34 @@ def tokenize_chat(
         TRACKER.reset(token)
     batched = not isinstance(rendered, str)
     texts: list[str] = list(rendered) if batched else [rendered]
-    encodings = chat_tokenizer.encode(
-        texts,
-        add_special_tokens=add_special_tokens,
-        padding=padding,
-        truncation=truncation,
-        max_length=max_length,
-        offsets=tracker is not None,
-    )
-    if add_special_tokens:
-        _warn_double_bos(chat_tokenizer, texts, encodings)
-    input_ids: list[list[int]] = [e.ids for e in encodings]
+    plain = not add_special_tokens and _option(padding, _PADDING, "padding") is None
+    if plain and _option(truncation, _TRUNCATION, "truncation") is None:
+        # no special tokens, truncation or padding: the memo of pieces between special tokens applies
+        encoded = chat_tokenizer.encode_plain(texts, tracker.renders if tracker is not None else None)
+        input_ids = [ids for ids, _ in encoded]
+        attention = [[1] * len(ids) for ids in input_ids]
+        masks = [mask for _, mask in encoded]
+    else:
+        encodings = chat_tokenizer.encode(
+            texts,
+            add_special_tokens=add_special_tokens,
+            padding=padding,
+            truncation=truncation,
+            max_length=max_length,
+            offsets=tracker is not None,
+        )
+        if add_special_tokens:
+            _warn_double_bos(chat_tokenizer, texts, encodings)
+        input_ids = [e.ids for e in encodings]
+        attention = [e.attention_mask for e in encodings]
+        if tracker is not None:
+            masks = [generation_mask(e, spans) for e, spans in zip(encodings, tracker.renders, strict=True)]
     if not return_dict:
         value: Any = input_ids if batched else input_ids[0]
         return _tensor(value if batched or return_tensors is None else [value], return_tensors)
-    out: dict[str, Any] = {"input_ids": input_ids, "attention_mask": [e.attention_mask for e in encodings]}
+    out: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention}
     if tracker is not None:
-        out["assistant_masks"] = [
-            generation_mask(e, spans) for e, spans in zip(encodings, tracker.renders, strict=True)
-        ]
+        out["assistant_masks"] = masks
     if not batched and return_tensors is None:
         return {key: value[0] for key, value in out.items()}
     return {key: _tensor(value, return_tensors) for key, value in out.items()}
