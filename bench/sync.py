@@ -2,7 +2,9 @@
 
     python bench/sync.py            # 1 KB, 10 KB, 100 KB report documents, 4-character chunks
     python bench/sync.py --quick    # 1 KB and 10 KB
-    python bench/sync.py --http 5000 --ops 20   # concurrent streams over real HTTP: op delivery latency
+    python bench/sync.py --http 5000            # concurrent streams over real HTTP: op delivery latency
+    python bench/sync.py --http 5000 --spread   # each stream publishing at its own phase (not all at once)
+    python bench/sync.py --http 5000 --http-impl httptools --gc-freeze   # server variants (see --help)
 
 For every chunk of model output the server sends the client what changed. Compared (UTF-8 bytes of
 the event data, summed over the stream, divided by the document's bytes):
