@@ -2,7 +2,9 @@
 
     python bench/sync.py            # 1 KB, 10 KB, 100 KB report documents, 4-character chunks
     python bench/sync.py --quick    # 1 KB and 10 KB
-    python bench/sync.py --http 5000 --ops 20   # concurrent streams over real HTTP: op delivery latency
+    python bench/sync.py --http 5000            # concurrent streams over real HTTP: op delivery latency
+    python bench/sync.py --http 5000 --spread   # each stream publishing at its own phase (not all at once)
+    python bench/sync.py --http 5000 --http-impl httptools --gc-freeze   # server variants (see --help)
 
 For every chunk of model output the server sends the client what changed. Compared (UTF-8 bytes of
 the event data, summed over the stream, divided by the document's bytes):
@@ -121,105 +123,308 @@ def slow_subscriber(chunks: list[str], every: int) -> tuple[int, int, int]:
     return events, received, run.seq
 
 
-async def _http_load(streams: int, ops: int, interval: float) -> dict[str, Any]:
-    """``streams`` SyncRuns on a real uvicorn (this process, its own thread and loop), one raw-socket SSE client
-    each (asyncio streams, lighter than httpx, so the client costs less of the shared CPU); every ``interval``
-    seconds each run publishes one ``append`` op. Latency = client receive time - publish time (same clock)."""
+# ---------------------------------------------------------------- concurrent streams over HTTP (--http)
+#
+# Two processes on one machine: the server (uvicorn, one worker, this file with --load-server) owns the runs
+# and publishes; the clients (this process, or --client-procs of them) hold one raw SSE connection per stream,
+# parsed by a lean asyncio.Protocol (no HTTP library). Every op carries its index and its publish time on
+# CLOCK_MONOTONIC (one clock for every process of the machine), so latency = receive time - publish time of
+# that op, and the text each client rebuilds shows any op lost or delivered twice.
+
+
+def _clock() -> float:
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
+def _load_server(args: argparse.Namespace) -> int:
+    """The server half: N runs, a uvicorn on 127.0.0.1, one ``append`` per run every ``interval`` seconds."""
     import asyncio
-    import threading
+    import gc
+    import os
 
     import uvicorn
 
     from turnkit.serve import create_app, embedded_gateway
     from turnkit.serve._sync import SyncRegistry
 
+    streams, ops, interval = args.load_server, args.ops, args.interval
     registry = SyncRegistry(max_runs=streams + 10)
     app = create_app(embedded_gateway(), sync=registry)
-    holder: dict[str, Any] = {}
-
-    async def grab(request: Any) -> Any:
-        from starlette.responses import PlainTextResponse
-
-        holder["loop"] = asyncio.get_running_loop()
-        return PlainTextResponse("ok")
-
-    app.add_route("/_loop", grab, methods=["GET"])
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", backlog=streams + 100)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(b"GET /_loop HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-    await reader.read()
-    writer.close()
-    loop = holder["loop"]
     runs = [registry.create(None, run_id=f"r{i}") for i in range(streams)]
-    published: dict[int, float] = {}
-    latencies: list[float] = []
-    problems: list[str] = []
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="error", backlog=4096, http=args.http_impl, lifespan="off"
+    )
+    server = uvicorn.Server(config)
 
-    async def client(run_id: str) -> None:
-        r, w = await asyncio.open_connection("127.0.0.1", port, limit=1 << 20)
-        w.write(f"GET /v1/streams/{run_id}/events HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-        seqs: list[int] = []
-        while True:
-            line = await r.readline()
-            if not line:
-                break
-            if line.startswith(b"id: "):
-                seq = int(line[4:])
-                now = time.perf_counter()
-                if seq in published:
-                    latencies.append(now - published[seq])
-                seqs.append(seq)
-            elif line.startswith(b"event: end"):
-                break
-        w.close()
-        expected = list(range(seqs[0], seqs[0] + len(seqs))) if seqs else []
-        if seqs != expected or seqs[-1] != ops + 1:
-            problems.append(f"{run_id}: seqs {seqs[:5]}...{seqs[-3:]}")
+    pauses: list[tuple[int, float]] = []  # (generation, seconds) of every garbage collection while publishing
+    started: list[float] = []
 
-    tasks = [asyncio.ensure_future(client(run.id)) for run in runs]
-    deadline = time.monotonic() + 120
-    while sum(run.subscribers for run in runs) < streams and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    connected = sum(run.subscribers for run in runs)
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(_clock())
+        elif started:
+            pauses.append((info["generation"], _clock() - started.pop()))
 
-    def start_doc() -> None:
+    async def main() -> None:
+        serving = asyncio.ensure_future(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        print(json.dumps({"port": port}), flush=True)
+        deadline = time.monotonic() + 300
+        while sum(run.subscribers for run in runs) < streams and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        connected = sum(run.subscribers for run in runs)
+        heap = len(gc.get_objects())
+        if args.gc_freeze:  # what a deployment can do once its connections are up: full collections skip them
+            gc.freeze()
+        if os.environ.get("SYNC_BENCH_HEAP"):
+            import collections
+
+            kinds = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
+            print(kinds.most_common(25), file=sys.stderr)
+        cpu0, wall0 = time.process_time(), time.monotonic()
+        gc.callbacks.append(on_gc)
         for run in runs:
             run.publish([{"op": "add", "path": "", "value": {"t": ""}}])
-
-    loop.call_soon_threadsafe(start_doc)
-    for _i in range(ops):
+        fanout: list[float] = []
+        start = _clock()
+        for k in range(ops):
+            if args.spread:  # each stream at its own phase of the interval
+                slots = 50
+                for slot in range(slots):
+                    await asyncio.sleep(max(0.0, start + interval * (k + 1 + slot / slots) - _clock()))
+                    t0 = _clock()
+                    for run in runs[slot::slots]:
+                        run.publish([{"op": "append", "path": "/t", "value": f"{k}@{_clock()!r};"}])
+                    fanout.append(_clock() - t0)
+            else:  # every stream at once: the burst a tick of N streams makes
+                await asyncio.sleep(max(0.0, start + interval * (k + 1) - _clock()))
+                t0 = _clock()
+                for run in runs:
+                    run.publish([{"op": "append", "path": "/t", "value": f"{k}@{_clock()!r};"}])
+                fanout.append(_clock() - t0)
         await asyncio.sleep(interval)
+        for run in runs:
+            run.close()
+        deadline = time.monotonic() + 60
+        while sum(run.subscribers for run in runs) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+        gc.callbacks.remove(on_gc)
+        fanout.sort()
+        full = [seconds for generation, seconds in pauses if generation == 2]
+        print(
+            json.dumps(
+                {
+                    "connected": connected,
+                    "cpu_s": round(cpu, 3),
+                    "wall_s": round(wall, 3),
+                    "cpu_share": round(cpu / wall, 3),
+                    "publish_loop_ms_p50": round(fanout[len(fanout) // 2] * 1000, 2),
+                    "publish_loop_ms_max": round(fanout[-1] * 1000, 2),
+                    "gc_tracked_objects": heap,
+                    "gc_pauses": len(pauses),
+                    "gc_pause_ms_max": round(max((p for _, p in pauses), default=0) * 1000, 1),
+                    "gc_full_collections": len(full),
+                    "pid": os.getpid(),
+                }
+            ),
+            flush=True,
+        )
+        server.should_exit = True
+        await serving
 
-        def tick() -> None:
-            t = time.perf_counter()
-            for run in runs:
-                seq = run.publish([{"op": "append", "path": "/t", "value": "word "}])
-            published[seq] = t  # every run has the same seq at the same step
+    factory = None
+    if args.loop_impl == "uvloop":
+        import uvloop
 
-        loop.call_soon_threadsafe(tick)
-    await asyncio.sleep(interval)
-    loop.call_soon_threadsafe(lambda: [run.close() for run in runs])
-    await asyncio.wait_for(asyncio.gather(*tasks), 300)
-    server.should_exit = True
-    thread.join(10)
-    latencies.sort()
-    pick = (lambda q: latencies[min(len(latencies) - 1, int(len(latencies) * q))] * 1000) if latencies else None
+        factory = uvloop.new_event_loop
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(main())
+    return 0
+
+
+class _SSEClient:
+    """One stream's connection: de-chunks the HTTP body, splits SSE events, records each op's latency."""
+
+    def __init__(self, run_id: str, done: Any, latencies: list[float]) -> None:
+        self.request = f"GET /v1/streams/{run_id}/events HTTP/1.1\r\nHost: bench\r\n\r\n".encode()
+        self.done = done
+        self.latencies = latencies
+        self.head = True
+        self.raw = b""  # undecoded bytes (headers, chunk framing)
+        self.body = b""  # de-chunked SSE text not yet split into events
+        self.text: list[str] = []  # the ops' values in arrival order
+        self.seqs: list[int] = []
+        self.snapshots = 0
+        self.transport: Any = None
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        transport.write(self.request)
+
+    def data_received(self, data: bytes) -> None:
+        now = _clock()
+        raw = self.raw + data
+        if self.head:
+            cut = raw.find(b"\r\n\r\n")
+            if cut < 0:
+                self.raw = raw
+                return
+            self.head = False
+            raw = raw[cut + 4 :]
+        body = self.body
+        while raw:  # chunked transfer coding: <hex>\r\n<bytes>\r\n
+            line = raw.find(b"\r\n")
+            if line < 0:
+                break
+            size = int(raw[:line], 16)
+            if len(raw) < line + 2 + size + 2:
+                break
+            body += raw[line + 2 : line + 2 + size]
+            raw = raw[line + 4 + size :]
+        self.raw = raw
+        *events, self.body = body.split(b"\n\n")
+        for event in events:
+            self.event(event, now)
+
+    def event(self, block: bytes, now: float) -> None:
+        kind = seq = data = None
+        for line in block.split(b"\n"):
+            name, _, value = line.partition(b": ")
+            if name == b"event":
+                kind = value
+            elif name == b"id":
+                seq = int(value)
+            elif name == b"data":
+                data = value
+        if kind is None:  # a heartbeat comment
+            return
+        if kind == b"patch":
+            assert seq is not None and data is not None
+            self.seqs.append(seq)
+            for op in json.loads(data):
+                value = op.get("value")
+                if op["op"] == "append":
+                    self.text.append(value)
+                    for part in value.split(";")[:-1]:
+                        self.latencies.append(now - float(part.partition("@")[2]))
+        elif kind == b"snapshot":
+            self.snapshots += 1
+        elif kind == b"end":
+            self.transport.close()
+            if not self.done.done():
+                self.done.set_result(None)
+
+    def eof_received(self) -> None:
+        pass
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def pause_writing(self) -> None:
+        pass
+
+    def resume_writing(self) -> None:
+        pass
+
+
+def _load_clients(port: int, run_ids: list[str], ops: int, out: Any = None) -> dict[str, Any]:
+    """Connect one client per run, wait for every ``end``; the latencies and the lost / duplicated ops."""
+    import asyncio
+
+    async def main() -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        latencies: list[float] = []
+        clients: list[_SSEClient] = []
+        gate = asyncio.Semaphore(200)  # (the server's accept backlog is bounded)
+
+        async def connect(run_id: str) -> None:
+            client = _SSEClient(run_id, loop.create_future(), latencies)
+            clients.append(client)
+            async with gate:
+                await loop.create_connection(lambda: client, "127.0.0.1", port)  # type: ignore[arg-type, return-value]
+            await client.done
+
+        cpu0 = time.process_time()
+        await asyncio.wait_for(asyncio.gather(*(connect(run_id) for run_id in run_ids)), 600)
+        cpu = time.process_time() - cpu0
+        want = [str(k) for k in range(ops)]
+        bad = sum(1 for c in clients if [p.partition("@")[0] for p in "".join(c.text).split(";")[:-1]] != want)
+        return {
+            "latencies": latencies,
+            "bad_streams": bad,
+            "resyncs": sum(max(0, c.snapshots - 1) for c in clients),
+            "events": sum(len(c.seqs) for c in clients),
+            "cpu_s": cpu,
+        }
+
+    result = asyncio.run(main())
+    if out is not None:
+        out.put(result)
+    return result
+
+
+_SERVER_DEFAULTS: dict[str, str | bool] = {"loop": "asyncio", "http": "h11", "spread": False, "gc_freeze": False}
+
+
+def http_load(
+    streams: int, ops: int, interval: float, *, client_procs: int = 1, **server: str | bool
+) -> dict[str, Any]:
+    """Start the server process, run the clients (this process, or ``client_procs`` of them), gather the figures."""
+    import multiprocessing
+    import os
+    import subprocess
+
+    command = [sys.executable, __file__, "--load-server", str(streams), "--ops", str(ops), "--interval", str(interval)]
+    command += ["--loop-impl", str(server.get("loop", "asyncio")), "--http-impl", str(server.get("http", "h11"))]
+    command += ["--spread"] if server.get("spread") else []
+    command += ["--gc-freeze"] if server.get("gc_freeze") else []
+    load_before = os.getloadavg()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    port = json.loads(proc.stdout.readline())["port"]
+    run_ids = [f"r{i}" for i in range(streams)]
+    if client_procs == 1:
+        results = [_load_clients(port, run_ids, ops)]
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        queue = ctx.Queue()
+        workers = [
+            ctx.Process(target=_load_clients, args=(port, run_ids[i::client_procs], ops, queue))
+            for i in range(client_procs)
+        ]
+        for worker in workers:
+            worker.start()
+        results = [queue.get() for _ in workers]
+        for worker in workers:
+            worker.join()
+    server_stats = json.loads(proc.stdout.readline())
+    proc.wait(60)
+    load_after = os.getloadavg()
+    latencies = sorted(x for r in results for x in r["latencies"])
+
+    def pick(q: float) -> float:
+        return round(latencies[min(len(latencies) - 1, int(len(latencies) * q))] * 1000, 1)
+
     return {
         "streams": streams,
-        "connected": connected,
-        "ops": len(latencies),
-        "expected_ops": streams * ops,
-        "p50_ms": pick(0.5) if pick else None,
-        "p99_ms": pick(0.99) if pick else None,
-        "max_ms": latencies[-1] * 1000 if latencies else None,
-        "problems": problems[:5],
-        "lost_or_duplicated": len(problems),
+        "ops_per_stream": ops,
+        "interval_s": interval,
+        "server": {name: server.get(name, default) for name, default in _SERVER_DEFAULTS.items()},
+        "ops_delivered": len(latencies),
+        "ops_expected": streams * ops,
+        "streams_with_lost_or_duplicated_ops": sum(r["bad_streams"] for r in results),
+        "resyncs": sum(r["resyncs"] for r in results),
+        "p50_ms": pick(0.5) if latencies else None,
+        "p99_ms": pick(0.99) if latencies else None,
+        "max_ms": round(latencies[-1] * 1000, 1) if latencies else None,
+        "server_stats": server_stats,
+        "client_cpu_s": round(sum(r["cpu_s"] for r in results), 2),
+        "loadavg_before": load_before,
+        "loadavg_after": load_after,
     }
 
 
@@ -228,14 +433,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--http", type=int, metavar="STREAMS", help="only the HTTP load test, with STREAMS streams")
     parser.add_argument("--ops", type=int, default=20, help="--http: ops published per stream")
     parser.add_argument("--interval", type=float, default=0.5, help="--http: seconds between ops")
+    parser.add_argument("--client-procs", type=int, default=1, help="--http: client processes")
+    parser.add_argument("--loop-impl", choices=["asyncio", "uvloop"], default="asyncio", help="--http: server loop")
+    parser.add_argument("--http-impl", choices=["h11", "httptools"], default="h11", help="--http: uvicorn's parser")
+    parser.add_argument("--spread", action="store_true", help="--http: each stream publishes at its own phase")
+    parser.add_argument("--gc-freeze", action="store_true", help="--http: gc.freeze() once every client is connected")
+    parser.add_argument("--load-server", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="1 KB and 10 KB only")
     parser.add_argument("--chunk", type=int, default=4, help="characters per chunk")
     parser.add_argument("--repeat", type=int, default=5, help="samples per timing (median)")
     args = parser.parse_args(argv)
+    if args.load_server:
+        return _load_server(args)
     if args.http:
-        import asyncio
-
-        result = asyncio.run(_http_load(args.http, args.ops, args.interval))
+        result = http_load(
+            args.http,
+            args.ops,
+            args.interval,
+            client_procs=args.client_procs,
+            loop=args.loop_impl,
+            http=args.http_impl,
+            spread=args.spread,
+            gc_freeze=args.gc_freeze,
+        )
         print(json.dumps(result, indent=2))
         return 0
     sizes = [("1 KB", 1_000), ("10 KB", 10_000)] + ([] if args.quick else [("100 KB", 100_000)])

@@ -423,3 +423,19 @@ def test_structured_stream_runs_resume_to_the_same_value() -> None:
         assert client.end == end.payload == {"value": Review.model_validate_json(text).model_dump(mode="json")}
         if transform is not None:
             assert client.doc["summary"] == ["음식이 맛있어요", "멋져요"]
+
+
+def test_registry_create_scans_for_expired_runs_at_most_once_a_second() -> None:
+    now = [0.0]
+    registry = SyncRegistry(ttl=10, clock=lambda: now[0])
+    scans = []
+    original = registry.expire
+    registry.expire = lambda: scans.append(now[0]) or original()  # type: ignore[method-assign]
+    old = registry.create(run_id="old")
+    old.close()
+    for _ in range(100):
+        registry.create()
+    assert scans == [0.0]  # not once per create (a scan visits every run)
+    now[0] = 10.5
+    registry.create()
+    assert scans == [0.0, 10.5] and "old" not in registry

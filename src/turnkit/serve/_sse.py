@@ -1,6 +1,12 @@
 """The one SSE framing every endpoint uses: LF separators only, one ``data:`` line per line of data.
 
 Clients such as AG-UI's ``parseSSEStream`` split on ``\\n\\n`` only, so CRLF framing is never written.
+
+Two ways to write a stream: :class:`SSEResponse` runs an async iterator of framed events (a task per
+connection: one stream per model request), and :class:`PushedSSEResponse` writes a source that signals
+when it has events (the sync streams: thousands of connections each getting a little every few
+hundred milliseconds). The latter has no task waking per event: every source that got events in a loop
+tick is written by one callback at the end of that tick.
 """
 
 from __future__ import annotations
@@ -9,17 +15,28 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Mapping
+import types
+import weakref
+from collections.abc import AsyncIterator, Callable, Generator, Mapping
 from contextlib import suppress
+from typing import Any, Protocol
 
-from starlette.responses import StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from turnkit._args import expect, expect_int, expect_mapping
 
 _log = logging.getLogger("turnkit.serve")
 
-__all__ = ["SSE_HEADERS", "SSEResponse", "sse_comment", "sse_event", "sse_response"]
+__all__ = [
+    "SSE_HEADERS",
+    "PushedSSEResponse",
+    "SSEResponse",
+    "SSESource",
+    "sse_comment",
+    "sse_event",
+    "sse_response",
+]
 
 SSE_HEADERS: dict[str, str] = {
     "content-type": "text/event-stream; charset=utf-8",
@@ -42,6 +59,11 @@ def sse_event(data: str, *, event: str | None = None, id: str | None = None, ret
     expect(event, str, name="event", func="sse_event", none=True)
     expect(id, str, name="id", func="sse_event", none=True)
     expect_int(retry, name="retry", func="sse_event", minimum=0, none=True)
+    return _frame(data, event, id, retry)
+
+
+def _frame(data: str, event: str | None, id: str | None, retry: int | None) -> bytes:
+    """:func:`sse_event` without the argument checks (callers that pass what they built)."""
     head = ""
     if event is not None:
         head += _field("event", event)
@@ -152,3 +174,176 @@ def sse_response(
     expect_mapping(headers, name="headers", func="sse_response", values=str, none=True)
     expect(heartbeat, (int, float), name="heartbeat", func="sse_response", accepts="a number of seconds")
     return SSEResponse(events, headers=headers, heartbeat=heartbeat)
+
+
+class SSESource(Protocol):
+    """What a :class:`PushedSSEResponse` writes."""
+
+    def on_ready(self, listener: Callable[[], None] | None) -> None:
+        """Call ``listener()`` (it only schedules a write) whenever :meth:`pull` has something new."""
+
+    def pull(self) -> tuple[bytes, bool]:
+        """The framed events deliverable now, and whether they end the stream."""
+
+    def close(self) -> None:
+        """The connection is gone (or the stream ended): release the source."""
+
+
+class _Flusher:
+    """The write pass of one event loop: every connection marked during a tick is written once, in one
+    callback scheduled for the end of that tick (a publish fanning out to N connections costs N writes,
+    not N task wake-ups)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.dirty: dict[_PushedStream, None] = {}
+        self.scheduled = False
+
+    def mark(self, stream: _PushedStream) -> None:
+        self.dirty[stream] = None
+        if not self.scheduled:
+            self.scheduled = True
+            self.loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self.scheduled = False
+        dirty, self.dirty = self.dirty, {}
+        for stream in dirty:
+            stream.write()
+
+
+_FLUSHERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Flusher] = weakref.WeakKeyDictionary()
+
+
+def _flusher() -> _Flusher:
+    loop = asyncio.get_running_loop()
+    flusher = _FLUSHERS.get(loop)
+    if flusher is None:
+        flusher = _FLUSHERS[loop] = _Flusher(loop)
+    return flusher
+
+
+@types.coroutine
+def _resume(coro: Generator[Any, Any, Any], blocked_on: Any) -> Generator[Any, Any, None]:
+    """Finish an awaitable's iterator (``x.__await__()``) that was started by hand and suspended on
+    ``blocked_on`` (what it yielded): hand that to the running task, as ``await`` would have, and pass the
+    task's answers back in."""
+    yielded = blocked_on
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # (the task was cancelled while waiting)
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                yielded = coro.send(sent)
+            except StopIteration:
+                return
+
+
+class _PushedStream:
+    """One connection of a :class:`PushedSSEResponse`: writes what the source has, when the flusher says."""
+
+    def __init__(self, source: SSESource, send: Send, heartbeat: float) -> None:
+        self.source = source
+        self.send = send
+        self.heartbeat = heartbeat
+        self.flusher = _flusher()
+        self.busy = False  # a write is waiting for the transport to drain
+        self.closed = False
+        self.last_write = time.monotonic()
+        self.timer = self.flusher.loop.call_later(heartbeat, self.beat) if heartbeat > 0 else None
+        source.on_ready(self.mark)
+        self.mark()
+
+    def mark(self) -> None:
+        if not self.closed:
+            self.flusher.mark(self)
+
+    def write(self) -> None:
+        if self.busy or self.closed:
+            return
+        try:
+            body, last = self.source.pull()
+        except Exception:
+            _log.exception("SSE source failed")
+            body, last = b"", True  # end the response
+        if body or last:
+            self.emit(body, last)
+
+    def beat(self) -> None:
+        idle = time.monotonic() - self.last_write
+        if idle >= self.heartbeat and not self.busy and not self.closed:
+            self.emit(sse_comment(), False)
+            idle = 0.0
+        if not self.closed:
+            self.timer = self.flusher.loop.call_later(self.heartbeat - idle, self.beat)
+
+    def emit(self, body: bytes, last: bool) -> None:
+        """Send ``body`` now: the ASGI ``send`` runs to its end right here unless the transport is paused
+        (its buffer is full); then a task finishes it and the next write waits for that."""
+        self.last_write = time.monotonic()
+        coro = self.send({"type": "http.response.body", "body": body, "more_body": not last}).__await__()
+        try:
+            blocked_on = coro.send(None)
+        except StopIteration:
+            if last:
+                self.finish()
+            return
+        except Exception:  # (the server answers a gone client's send by returning; anything else is a bug)
+            _log.exception("SSE write failed")
+            self.finish()
+            return
+        self.busy = True
+        task = asyncio.ensure_future(_resume(coro, blocked_on))
+        task.add_done_callback(lambda t: self.written(t, last))
+
+    def written(self, task: asyncio.Future[None], last: bool) -> None:
+        self.busy = False
+        if task.cancelled() or task.exception() is not None or last:
+            self.finish()
+        else:
+            self.mark()  # what arrived while the transport was paused
+
+    def finish(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self.timer is not None:
+            self.timer.cancel()
+        self.source.on_ready(None)
+        self.source.close()
+
+
+class PushedSSEResponse(Response):
+    """An SSE response written from a :class:`SSESource` by the loop's write pass (no task per event).
+
+    The handler only waits for the client's disconnect (or the end: after the last body ``receive``
+    answers ``http.disconnect``); heartbeat comments are a timer per connection. A write that finds the
+    transport paused (a slow client) is finished by a task and the source keeps buffering meanwhile (it
+    bounds its own buffer)."""
+
+    def __init__(self, source: SSESource, *, headers: Mapping[str, str] | None = None, heartbeat: float = 15.0) -> None:
+        merged = dict(SSE_HEADERS)
+        merged.update(headers or {})
+        self.status_code = 200
+        self.media_type = merged.pop("content-type")
+        self.background = None
+        self.init_headers(merged)  # (no body attribute: no content-length)
+        self.source = source
+        self.heartbeat = heartbeat
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        stream = _PushedStream(self.source, send, self.heartbeat)
+        try:  # (after the last body, receive() answers http.disconnect: the ASGI spec's guarantee)
+            while (await receive())["type"] != "http.disconnect":
+                pass
+        finally:
+            stream.finish()

@@ -523,6 +523,7 @@ class SyncSubscription:
         self._end_sent = False
         self._closed = False
         self._wake = asyncio.Event()
+        self._listener: Callable[[], None] | None = None
         self._downgrader: Rfc6902Downgrader | None = None
         self.overruns = 0
         self.coalesced = 0
@@ -537,6 +538,11 @@ class SyncSubscription:
     def pending_bytes(self) -> int:
         """Characters of JSON buffered for this subscriber (bounded by ``run.subscriber_bytes``)."""
         return self._bytes
+
+    @property
+    def done(self) -> bool:
+        """True once ``end`` was handed out or the subscription was closed: nothing more will come."""
+        return self._closed or self._end_sent
 
     @property
     def pending_events(self) -> int:
@@ -564,6 +570,14 @@ class SyncSubscription:
                 self._needs_snapshot = True
                 self.overruns += 1
         self._wake.set()
+        if self._listener is not None:
+            self._listener()
+
+    def on_ready(self, listener: Callable[[], None] | None) -> None:
+        """Call ``listener()`` whenever events become deliverable, for a writer that takes them with
+        :meth:`ready` (the HTTP layer writes every such subscription once per loop tick) instead of a task
+        per subscription awaiting :meth:`next_events`. It must not block: it only schedules the write."""
+        self._listener = listener
 
     def ready(self) -> list[SyncEvent]:
         """The events deliverable now, in order: a snapshot if due, the pending patches merged into
@@ -655,6 +669,7 @@ class SyncRegistry:
         self._clock = clock
         self._run_options = run_options
         self._runs: dict[str, SyncRun] = {}
+        self._next_expire = -float("inf")
 
     def create(
         self,
@@ -665,7 +680,10 @@ class SyncRegistry:
         **options: Any,
     ) -> SyncRun:
         """A new run, registered under ``run_id`` (default: a random hex id)."""
-        self.expire()
+        now = self._clock()
+        if now >= self._next_expire:  # (a scan of every run: at most once a second, not per create)
+            self._next_expire = now + min(1.0, self.ttl)
+            self.expire()
         if run_id is not None and run_id in self._runs:
             raise UsageError(f"a run with id {run_id!r} exists", code="run_exists")
         if len(self._runs) >= self.max_runs:

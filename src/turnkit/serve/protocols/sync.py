@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import weakref
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
 from importlib.resources import files
 from typing import Any
 
@@ -31,8 +31,8 @@ from turnkit.serve._chat import ChatRequest
 from turnkit.serve._errors import BadRequestError, ServeError
 from turnkit.serve._gateway import Gateway
 from turnkit.serve._http import read_json_body
-from turnkit.serve._sse import sse_event, sse_response
-from turnkit.serve._sync import SyncRegistry, SyncRun, parse_last_event_id
+from turnkit.serve._sse import PushedSSEResponse, _frame
+from turnkit.serve._sync import SyncRegistry, SyncRun, SyncSubscription, parse_last_event_id
 from turnkit.serve.protocols.openai_chat import parse_chat_request
 from turnkit.structured import JsonStream, PathMap, StructuredStream, Transform
 
@@ -213,15 +213,25 @@ def _subscribe_options(request: Request) -> tuple[str, str]:
     return protocol, encoding
 
 
-async def _frames(run: SyncRun, last: int | None, protocol: Any, encoding: Any) -> AsyncIterator[bytes]:
-    sub = run.subscribe(last, protocol=protocol, encoding=encoding)
-    retry: int | None = RETRY_MS
-    try:
-        async for event in sub:
-            yield sse_event(event.data, event=event.kind, id=event.id, retry=retry)
-            retry = None
-    finally:
-        sub.close()
+class _SubscriptionSource:
+    """A subscription as the source of a PushedSSEResponse: its deliverable events, framed."""
+
+    def __init__(self, sub: SyncSubscription) -> None:
+        self.sub = sub
+        self.retry: int | None = RETRY_MS  # (on the first event only)
+
+    def on_ready(self, listener: Callable[[], None] | None) -> None:
+        self.sub.on_ready(listener)
+
+    def pull(self) -> tuple[bytes, bool]:
+        frames = []
+        for event in self.sub.ready():
+            frames.append(_frame(event.data, event.kind, event.id, self.retry))
+            self.retry = None
+        return b"".join(frames), self.sub.done
+
+    def close(self) -> None:
+        self.sub.close()
 
 
 def _flag(value: Any) -> bool:
@@ -256,7 +266,8 @@ def routes(gateway: Gateway) -> list[Route]:
             raise _not_found(run_id)
         protocol, encoding = _subscribe_options(request)
         last = parse_last_event_id(request.headers.get("last-event-id") or request.query_params.get("lastEventId"))
-        return sse_response(_frames(run, last, protocol, encoding), heartbeat=HEARTBEAT)
+        sub = run.subscribe(last, protocol=protocol, encoding=encoding)  # type: ignore[arg-type]
+        return PushedSSEResponse(_SubscriptionSource(sub), heartbeat=HEARTBEAT)
 
     async def status(request: Request) -> Response:
         run_id = request.path_params["run_id"]
