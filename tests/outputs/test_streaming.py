@@ -178,12 +178,12 @@ def test_hostile_stream_is_linear() -> None:
     for parser, unit in ((TAGGED, "[THOUGHT]"), (DICT, "```json\n{"), (OBJECT, "\n[" * 3)):
         stream = parser.stream()
         text = unit * (1_000_000 // len(unit))
-        start = time.perf_counter()
+        start = time.process_time()  # CPU seconds: other processes' load does not count
         for i in range(0, len(text), 4096):
             stream.feed(text[i : i + 4096])
         with pytest.raises(ParseError):
             stream.close()
-        assert time.perf_counter() - start < 1.0
+        assert time.process_time() - start < 1.0
 
 
 def test_reading_so_far_after_every_chunk_is_linear() -> None:

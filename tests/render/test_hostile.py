@@ -157,10 +157,10 @@ _MEMORY_BUDGET = 64 * 2**20
 @pytest.mark.parametrize("source", list(BOMBS.values()), ids=list(BOMBS))
 def test_resource_bombs_stop_fast_and_small(source: str) -> None:
     template = ChatTemplate(source)
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds: other processes' load on a shared machine does not count
     with pytest.raises((TemplateLimitError, TemplateSecurityError)):
         template.render(CHAT)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert elapsed < 0.9, f"took {elapsed:.2f} s"
 
     tracemalloc.start()
