@@ -147,6 +147,28 @@ def test_create_read_resume(live: Any) -> None:
         assert status["done"] and status["end"] == {"value": REVIEW}
 
 
+def test_api_key_or_the_streams_read_token(live: Any) -> None:
+    """With an API key, EventSource (which sends no header) reads a stream's events with its read token."""
+    with live(create_app(_gateway(), api_key="sekret")) as server:
+        auth = {"Authorization": "Bearer sekret"}
+        assert httpx.post(server.url + "/v1/streams", json=_request(), timeout=30).status_code == 401
+        created = httpx.post(server.url + "/v1/streams", json=_request(), headers=auth, timeout=30).json()
+        assert len(created["token"]) >= 24
+        url = f"{server.url}{created['events']}"
+        assert _rebuild(_read(url, auth)) == REVIEW  # the API key, as before
+        assert _rebuild(_read(f"{url}?token={created['token']}")) == REVIEW  # the read token, no header
+        other = httpx.post(server.url + "/v1/streams", json=_request(), headers=auth, timeout=30).json()
+        for bad in (url, f"{url}?token=", f"{url}?token={other['token']}", f"{url}?token=x&token=y"):
+            response = httpx.get(bad, timeout=30)
+            assert response.status_code == 401 and response.json()["error"]["code"] == "invalid_api_key", bad
+        # an unknown stream with a token is a 401 too (a token must not tell which ids exist)
+        unknown = httpx.get(f"{server.url}/v1/streams/nope/events?token={created['token']}", timeout=30)
+        assert unknown.status_code == 401
+        # the token opens only the events: status, cancel and new streams still need the key
+        status = httpx.get(f"{server.url}/v1/streams/{created['id']}?token={created['token']}", timeout=30)
+        assert status.status_code == 401
+
+
 def test_downgrade_compact_transform_markers(live: Any) -> None:
     with live(create_app(_gateway())) as server:
         run_id = _create(server.url, _request("SLOW", transform="review-v1", markers=True))

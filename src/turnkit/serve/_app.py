@@ -6,6 +6,7 @@ import contextlib
 import hmac
 import importlib
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -37,6 +38,9 @@ PROTOCOLS: tuple[str, ...] = (
 )
 
 OPEN_PATHS = frozenset({"/healthz"})
+# A stream's events may be read with the stream's own read token (``?token=``) instead of the API key: a
+# browser's EventSource cannot send headers. The route checks the token (``token_auth`` in the scope's state).
+_EVENTS_PATH = re.compile(r"/v1/streams/[^/]+/events")
 
 
 class BearerAuth:
@@ -54,8 +58,14 @@ class BearerAuth:
         if hmac.compare_digest(given, self.expected):
             await self.app(scope, receive, send)
             return
+        if not given and _EVENTS_PATH.fullmatch(scope["path"]) and b"token=" in scope.get("query_string", b""):
+            scope.setdefault("state", {})["token_auth"] = True
+            await self.app(scope, receive, send)
+            return
         error = ServeError(
-            "missing or incorrect API key (send Authorization: Bearer KEY)", code="invalid_api_key", status=401
+            "missing or incorrect API key (send Authorization: Bearer KEY, or a stream's ?token= for its events)",
+            code="invalid_api_key",
+            status=401,
         )
         error.type = "invalid_request_error"
         await error_response(error)(scope, receive, send)

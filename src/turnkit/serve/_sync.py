@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import secrets
 import time
 import uuid
 from collections import deque
@@ -166,6 +167,9 @@ class SyncRun:
         if max_log_events < 0 or max_log_bytes < 0 or subscriber_events < 1 or subscriber_bytes < 1:
             raise UsageError("SyncRun bounds must be positive")
         self.id = run_id if run_id is not None else uuid.uuid4().hex
+        # A capability to read this run's events without the server's API key (``?token=``): EventSource
+        # cannot send an Authorization header.
+        self.token = secrets.token_urlsafe(18)
         self._marked: PartialMarkers | None = None
         self._open_marks: dict[str, dict[str, bool]] | None = None  # markers=True on a StructuredStream
         if markers:

@@ -13,7 +13,7 @@ activity and reasoning messages are skipped), ``tools`` ({name, description, par
 
 Structured runs (state): when ``forwardedProps.response_format`` is an OpenAI ``json_schema`` (or
 ``json_object``) response format, the model's JSON output is streamed as agent state instead of a text
-message: RUN_STARTED, CUSTOM{name: "turnkit.stream", value: {id}} (the sync stream's id: the run goes on
+message: RUN_STARTED, CUSTOM{name: "turnkit.stream", value: {id, token}} (the sync stream's id: the run goes on
 without the connection and can be read at ``GET /v1/streams/{id}/events``), STATE_SNAPSHOT (``{}`` before
 anything), STATE_DELTA{delta} per patch (RFC 6902 only: turnkit's ``append`` downgraded to ``replace`` of the
 whole string, a value added before it is replaced), then RUN_FINISHED{result: the validated value} or
@@ -296,7 +296,7 @@ def structured_request(body: Any) -> tuple[dict[str, Any], str | None, bool] | N
 async def state_events(run: SyncRun, thread_id: str, run_id: str) -> AsyncIterator[dict[str, Any]]:
     """A structured run as AG-UI state events (RUN_STARTED ... RUN_FINISHED / RUN_ERROR)."""
     yield {"type": "RUN_STARTED", "threadId": thread_id, "runId": run_id}
-    yield {"type": "CUSTOM", "name": "turnkit.stream", "value": {"id": run.id}}
+    yield {"type": "CUSTOM", "name": "turnkit.stream", "value": {"id": run.id, "token": run.token}}
     sub = run.subscribe(None, protocol="json-patch")
     try:
         async for event in sub:

@@ -4,7 +4,8 @@
   ``json_object``), plus optional ``"transform": NAME`` (a transform registered on the registry) and
   ``"markers": true`` (``$partial`` markers); starts the run in a background task (render → backend →
   content text → :class:`~turnkit.structured.StructuredStream` → :class:`~turnkit.serve._sync.SyncRun`)
-  that goes on without any client until it ends or is cancelled; answers ``201 {"id", "events"}``.
+  that goes on without any client until it ends or is cancelled; answers ``201 {"id", "events", "token"}``
+  (``token`` reads the events without the API key).
 * ``GET /v1/streams/{id}/events``: SSE (``EventSource`` works): ``snapshot``, ``patch``es, ``end``, each with
   ``id: <seq>``; ``Last-Event-ID`` / ``?lastEventId=`` resumes; ``?protocol=json-patch``, ``?encoding=compact``.
 * ``POST /v1/streams/{id}/cancel``: ``{"cancelled": true}``, or 409 when the run had already ended.
@@ -16,7 +17,9 @@ Application code publishes its own streams the same way: :func:`publish` (or ``a
 from __future__ import annotations
 
 import asyncio
+import hmac
 import importlib
+import secrets
 import weakref
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
 from importlib.resources import files
@@ -197,6 +200,15 @@ async def start_structured_run(
     return run
 
 
+def _check_token(run: SyncRun | None, token: str) -> None:
+    """401 unless ``token`` is the run's read token (an unknown run too: a token must not tell ids apart)."""
+    expected = run.token if run is not None else secrets.token_urlsafe(18)
+    if not hmac.compare_digest(token.encode(), expected.encode()):
+        error = ServeError("missing or incorrect read token for this stream", code="invalid_api_key", status=401)
+        error.type = "invalid_request_error"
+        raise error
+
+
 def _not_found(run_id: str) -> ServeError:
     error = ServeError(f"no stream {run_id!r} (unknown, or finished and expired)", code="stream_not_found", status=404)
     error.type = "invalid_request_error"
@@ -257,11 +269,14 @@ def routes(gateway: Gateway) -> list[Route]:
         chat, _stream, _usage = parse_chat_request(body)
         source = structured_source(chat.response_format, transform, registry)
         run = await start_structured_run(gateway, chat, source, registry=registry, markers=markers)
-        return JSONResponse({"id": run.id, "events": f"/v1/streams/{run.id}/events"}, status_code=201)
+        events = f"/v1/streams/{run.id}/events"
+        return JSONResponse({"id": run.id, "events": events, "token": run.token}, status_code=201)
 
     async def events(request: Request) -> Response:
         run_id = request.path_params["run_id"]
         run = registry.get(run_id)
+        if getattr(request.state, "token_auth", False):  # no API key: the stream's read token instead
+            _check_token(run, request.query_params.get("token", ""))
         if run is None:
             raise _not_found(run_id)
         protocol, encoding = _subscribe_options(request)
