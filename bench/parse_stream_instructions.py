@@ -13,15 +13,13 @@ confirm a change with ``bench/parse_stream.py``. Needs valgrind (Debian package 
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _callgrind import count  # noqa: E402
 from parse_stream import chunks_of, hermes_output, qwen_output, run_turnkit  # noqa: E402
 
 OUTPUTS = {"hermes": hermes_output, "qwen3_coder_xml": qwen_output}
@@ -38,17 +36,8 @@ def _worker(name: str, size: int, runs: int) -> None:
 
 def _instructions(name: str, size: int, runs: int) -> tuple[int, int]:
     """(instructions, chunks per run) of one worker process under callgrind."""
-    command = [
-        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-        sys.executable, __file__, "--worker", "--format", name, "--size", str(size), "--runs", str(runs),
-    ]  # fmt: skip
-    done = subprocess.run(
-        command, capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "0"}
-    )
-    match = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
-    if match is None:
-        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
-    return int(match.group(1)), int(done.stdout.split()[-1])
+    worker = ["--worker", "--format", name, "--size", str(size), "--runs", str(runs)]
+    return count([sys.executable, __file__, *worker], env={"PYTHONHASHSEED": "0"})
 
 
 def main(argv: list[str] | None = None) -> int:

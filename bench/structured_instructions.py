@@ -16,13 +16,13 @@ Instructions are not time (a memcpy is cheap per instruction), so confirm a win 
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _callgrind import count  # noqa: E402
 
 from structured import chunks_of, make_document, run_turnkit, run_turnkit_wire  # noqa: E402
 
@@ -38,16 +38,8 @@ def _worker(kind: str, text: str, size: int, runs: int, wire: bool = False) -> N
 
 def _instructions(kind: str, text: str, size: int, runs: int, wire: bool = False) -> tuple[int, int]:
     """(instructions, chunks per run) of one worker process under callgrind."""
-    command = [
-        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-        sys.executable, __file__, "--worker", "--kind", kind, "--text", text, "--size", str(size),
-        "--runs", str(runs), *(["--wire"] if wire else []),
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
-    match = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
-    if match is None:
-        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
-    return int(match.group(1)), int(done.stdout.split()[-1])
+    worker = ["--worker", "--kind", kind, "--text", text, "--size", str(size), "--runs", str(runs)]
+    return count([sys.executable, __file__, *worker, *(["--wire"] if wire else [])])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ import openai
 import pytest
 
 import turnkit
+from tests.parse.test_response_template import QWEN  # transformers 5.23's template for Qwen2/Qwen3
 from tests.serve.test_openai_contract import _accumulate, _non_stream
 from turnkit import ResponseTemplateFormat
 from turnkit.cli import build_parser
@@ -19,22 +20,6 @@ from turnkit.serve import create_app
 
 pytestmark = pytest.mark.timeout(60)
 
-# transformers 5.23's response template for Qwen2/Qwen3 (written out: the test needs no transformers).
-QWEN = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|im_start|>assistant\n",
-    "fields": {
-        "reasoning_content": {"open": "<think>", "close": "</think>", "content": "text"},
-        "tool_calls": {
-            "open_pattern": r"\s*<tool_call>",
-            "close": "</tool_call>",
-            "repeats": True,
-            "content": "json",
-            "transform": {"type": "function", "function": "{content}"},
-        },
-        "content": {"close_pattern": r"\s*(?:<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>)", "content": "text"},
-    },
-}
 CALLS = (
     "<think>Two lookups.</think>\n"
     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
