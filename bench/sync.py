@@ -367,7 +367,7 @@ def _load_clients(port: int, run_ids: list[str], ops: int, out: Any = None) -> d
     return result
 
 
-_SERVER_DEFAULTS: dict[str, str | bool] = {"loop": "asyncio", "http": "h11", "spread": False, "gc_freeze": False}
+_SERVER_DEFAULTS: dict[str, str | bool] = {"loop": "asyncio", "http": "httptools", "spread": False, "gc_freeze": False}
 
 
 def http_load(
@@ -379,7 +379,7 @@ def http_load(
     import subprocess
 
     command = [sys.executable, __file__, "--load-server", str(streams), "--ops", str(ops), "--interval", str(interval)]
-    command += ["--loop-impl", str(server.get("loop", "asyncio")), "--http-impl", str(server.get("http", "h11"))]
+    command += ["--loop-impl", str(server.get("loop", "asyncio")), "--http-impl", str(server.get("http", "httptools"))]
     command += ["--spread"] if server.get("spread") else []
     command += ["--gc-freeze"] if server.get("gc_freeze") else []
     load_before = os.getloadavg()
@@ -435,7 +435,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=0.5, help="--http: seconds between ops")
     parser.add_argument("--client-procs", type=int, default=1, help="--http: client processes")
     parser.add_argument("--loop-impl", choices=["asyncio", "uvloop"], default="asyncio", help="--http: server loop")
-    parser.add_argument("--http-impl", choices=["h11", "httptools"], default="h11", help="--http: uvicorn's parser")
+    parser.add_argument(
+        "--http-impl",
+        choices=["h11", "httptools"],
+        default="httptools",
+        help="--http: uvicorn's parser (httptools: what turnkit serve runs with the serve extra)",
+    )
     parser.add_argument("--spread", action="store_true", help="--http: each stream publishes at its own phase")
     parser.add_argument("--gc-freeze", action="store_true", help="--http: gc.freeze() once every client is connected")
     parser.add_argument("--load-server", type=int, help=argparse.SUPPRESS)
