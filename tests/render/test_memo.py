@@ -149,3 +149,28 @@ def test_shared_parts_are_keyed_by_reference_not_expanded() -> None:
         part = [part, part]
     key = _memo_key("default", [{"role": "user", "tree": part}], None, None, False, False, {})
     assert key is not None and len(key) < 2_000
+
+
+def test_threads_share_one_memo() -> None:
+    """Renders from several threads (a threaded server) fill and evict the memo and its fingerprints at once."""
+    import threading
+
+    template = ChatTemplate(TEMPLATE)
+    chats = [[*CHAT, {"role": "user", "content": f"q{n % 1500}"}] for n in range(3000)]  # past both bounds
+    expected = {chat[-1]["content"]: ChatTemplate(TEMPLATE).render(chat) for chat in chats[:1500]}
+    failures: list[BaseException] = []
+
+    def work(offset: int) -> None:
+        try:
+            for chat in chats[offset:] + chats[:offset]:
+                assert template.render(chat) == expected[chat[-1]["content"]]
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(offset,)) for offset in (0, 700, 1400, 2100)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert 0 < len(_memo(template).entries) <= 256

@@ -36,7 +36,10 @@ class FifoMemo(Generic[V]):
             return True
         seen[fingerprint] = None
         if len(seen) > 4 * self._max_entries:
-            seen.pop(next(iter(seen)), None)
+            try:
+                seen.pop(next(iter(seen)), None)
+            except RuntimeError:  # another thread changed the dict between iter() and next(): evict next time
+                pass
         return False
 
     def get(self, key: bytes) -> V | None:
