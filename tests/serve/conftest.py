@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -53,6 +55,25 @@ class LiveServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop uvicorn runs in its thread (to run code on the server's side)."""
+        loop = self.server.servers[0].get_loop()
+        assert isinstance(loop, asyncio.AbstractEventLoop)
+        return loop
+
+    def unread_subscriber(self, run: Any) -> socket.socket:
+        """A raw connection to ``run``'s events with a 4 KB receive window that nothing reads (yet); returned
+        once the run counts it as a subscriber."""
+        sock = socket.create_connection(("127.0.0.1", self.port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.sendall(f"GET /v1/streams/{run.id}/events HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        deadline = time.monotonic() + 10
+        while run.subscribers == 0:
+            assert time.monotonic() < deadline, "the server did not take the subscriber"
+            time.sleep(0.01)
+        return sock
 
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True

@@ -1,4 +1,5 @@
-"""A fake OpenAI-compatible ``/v1/completions`` server (a tiny Starlette app), recording what it was sent."""
+"""Fake backends: an OpenAI-compatible ``/v1/completions`` server (a tiny Starlette app) recording what it was
+sent, and :class:`PiecesBackend`, a backend streaming given pieces."""
 
 from __future__ import annotations
 
@@ -13,6 +14,20 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from turnkit.serve import BackendChunk, SamplingParams
+
+
+class PiecesBackend:
+    """Streams ``pieces`` as they are, then an empty chunk with ``finish_reason`` "stop"."""
+
+    def __init__(self, pieces: list[str]) -> None:
+        self.pieces = pieces
+
+    async def stream(self, prompt: str, params: SamplingParams) -> AsyncIterator[BackendChunk]:
+        for piece in self.pieces:
+            yield BackendChunk(piece)
+        yield BackendChunk("", "stop")
 
 
 class FakeCompletions:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,21 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.parse.strategies import format_outputs
+from tests.serve.fakes import PiecesBackend
 from turnkit.parse import list_formats, load_format
-from turnkit.serve import BackendChunk, ChatRequest, Gateway, SamplingParams
+from turnkit.serve import ChatRequest, Gateway
 from turnkit.serve.protocols.openai_chat import _Wire
 
 TEMPLATE = "{% for m in messages %}{{ m.content }}{% endfor %}"
-
-
-class PiecesBackend:
-    def __init__(self, pieces: list[str]) -> None:
-        self.pieces = pieces
-
-    async def stream(self, prompt: str, params: SamplingParams) -> AsyncIterator[BackendChunk]:
-        for piece in self.pieces:
-            yield BackendChunk(piece)
-        yield BackendChunk("", "stop")
 
 
 def _run(fmt: str, pieces: list[str], tools: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -179,14 +179,8 @@ def test_client_that_pauses_then_catches_up(live: Any) -> None:
     app = create_app(embedded_gateway(), sync=registry)
     with live(app) as server:
         run = registry.create(None, run_id="slow")
-        sock = socket.create_connection(("127.0.0.1", server.port))
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.sendall(b"GET /v1/streams/slow/events HTTP/1.1\r\nHost: x\r\n\r\n")
-        deadline = time.monotonic() + 10
-        while run.subscribers == 0:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        loop = _server_loop(server)
+        sock = server.unread_subscriber(run)
+        loop = server.loop
 
         async def publish() -> int:
             run.publish([{"op": "add", "path": "", "value": {"t": ""}}])
@@ -235,10 +229,3 @@ def test_client_that_goes_away(live: Any) -> None:
             assert time.monotonic() < deadline
             time.sleep(0.01)
         assert not run.done
-
-
-def _server_loop(server: Any) -> asyncio.AbstractEventLoop:
-    """The loop uvicorn runs in its thread (its server task's loop)."""
-    loop = server.server.servers[0].get_loop()
-    assert isinstance(loop, asyncio.AbstractEventLoop)
-    return loop

@@ -43,20 +43,6 @@ SCHEMA = {
 }
 
 
-def _with_loop(app: Any) -> dict[str, Any]:
-    """Adds ``GET /_loop`` to a test app: afterwards ``holder["loop"]`` is the server's event loop."""
-    holder: dict[str, Any] = {}
-
-    async def grab(request: Any) -> Any:
-        from starlette.responses import PlainTextResponse
-
-        holder["loop"] = asyncio.get_running_loop()
-        return PlainTextResponse("ok")
-
-    app.add_route("/_loop", grab, methods=["GET"])
-    return holder
-
-
 def _request(text: str = "REVIEW", **extra: Any) -> dict[str, Any]:
     return {
         "messages": [{"role": "user", "content": text}],
@@ -370,7 +356,6 @@ def test_load_many_streams(live: Any) -> None:
     """200 concurrent streams over real HTTP, each op delivered once, in order; latency of delivery measured."""
     registry = SyncRegistry(max_runs=10_000)
     app = create_app(_gateway(), sync=registry)
-    holder = _with_loop(app)
     n, pieces = 200, 20
     text = json.dumps({"items": [f"item {i} " * 3 for i in range(pieces)]})
     with live(app) as server:
@@ -407,8 +392,7 @@ def test_load_many_streams(live: Any) -> None:
                 tasks = [asyncio.ensure_future(reader(run.id)) for run in runs]
                 while sum(run.subscribers for run in runs) < n:  # (the server runs in another thread)
                     await asyncio.sleep(0.01)
-                httpx.get(server.url + "/_loop")
-                loop = holder["loop"]
+                loop = server.loop
                 step = max(1, len(text) // pieces)
                 for i in range(0, len(text), step):
 
@@ -436,21 +420,10 @@ def test_client_that_never_reads(live: Any) -> None:
     """A subscriber that never reads: the server's buffer for it stays bounded while the run publishes MBs."""
     registry = SyncRegistry(subscriber_bytes=64_000)
     app = create_app(_gateway(), sync=registry)
-    holder = _with_loop(app)
     with live(app) as server:
         run = registry.create(None, run_id="flood")
-        import socket
-
-        sock = socket.create_connection(("127.0.0.1", server.port))
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.sendall(b"GET /v1/streams/flood/events HTTP/1.1\r\nHost: x\r\n\r\n")
-        deadline = time.monotonic() + 10
-        while run.subscribers == 0:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        httpx.get(server.url + "/_loop")
-        loop = holder["loop"]
-        done = asyncio.run_coroutine_threadsafe(_flood(run), loop).result(60)
+        sock = server.unread_subscriber(run)
+        done = asyncio.run_coroutine_threadsafe(_flood(run), server.loop).result(60)
         assert done["published"] > 8_000_000
         assert done["max_pending"] <= 64_000 + 20_000  # the subscriber buffer never grew past its bound
         assert done["overruns"] >= 1  # it was dropped and will get a snapshot

@@ -4,15 +4,15 @@ reference encoding (``_Wire.delta`` + ``_Wire.chunk`` per delta of ``async for d
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.serve.fakes import PiecesBackend
 from turnkit import TurnkitError
-from turnkit.serve import BackendChunk, ChatRequest, Gateway, SamplingParams, ServeError, embedded_template
+from turnkit.serve import ChatRequest, Gateway, ServeError, embedded_template
 from turnkit.serve.protocols.openai_chat import _error_event, _stream, _Wire
 
 MODES = ("both", "reasoning_content", "reasoning", "none")
@@ -56,7 +56,7 @@ def _gateway(mode: str, backend: Any = None, name: str = 'bench "model" é') -> 
     return Gateway(
         embedded_template(),
         "hermes",
-        backend or _Pieces([]),
+        backend or PiecesBackend([]),
         served_model_name=name,
         reasoning_field=mode,  # type: ignore[arg-type]
     )
@@ -71,16 +71,6 @@ def _reference(wire: _Wire, deltas: list[dict[str, Any]]) -> bytes:
 def test_events_equal_the_reference_encoding(deltas: list[dict[str, Any]], mode: str) -> None:
     wire = _Wire(_gateway(mode))
     assert wire.events(deltas) == _reference(wire, deltas)
-
-
-class _Pieces:
-    def __init__(self, pieces: list[str]) -> None:
-        self.pieces = pieces
-
-    async def stream(self, prompt: str, params: SamplingParams) -> AsyncIterator[BackendChunk]:
-        for piece in self.pieces:
-            yield BackendChunk(piece)
-        yield BackendChunk("", "stop")
 
 
 OUTPUTS = [
@@ -105,14 +95,14 @@ def test_stream_bytes_equal_the_reference(mode: str, output: str, cuts: list[int
     chat = ChatRequest(messages=[{"role": "user", "content": "x"}], tools=TOOLS)
 
     async def fast() -> tuple[bytes, _Wire]:
-        gateway = _gateway(mode, _Pieces(pieces))
+        gateway = _gateway(mode, PiecesBackend(pieces))
         wire = _Wire(gateway)
         run = gateway.run(chat)
         await run.start()
         return b"".join([piece async for piece in _stream(run, wire, True)]), wire
 
     async def reference(wire: _Wire) -> bytes:
-        run = _gateway(mode, _Pieces(pieces)).run(chat)
+        run = _gateway(mode, PiecesBackend(pieces)).run(chat)
         out = [wire.chunk({"role": "assistant", "content": ""})]
         async for delta in run:
             mapped = wire.delta(delta)
@@ -130,8 +120,8 @@ def test_batches_flatten_to_the_deltas() -> None:
     chat = ChatRequest(messages=[{"role": "user", "content": "x"}], tools=TOOLS)
 
     async def go() -> tuple[list[list[dict[str, Any]]], list[dict[str, Any]]]:
-        batches = [batch async for batch in _gateway("both", _Pieces(pieces)).run(chat).batches()]
-        deltas = [delta async for delta in _gateway("both", _Pieces(pieces)).run(chat)]
+        batches = [batch async for batch in _gateway("both", PiecesBackend(pieces)).run(chat).batches()]
+        deltas = [delta async for delta in _gateway("both", PiecesBackend(pieces)).run(chat)]
         return batches, deltas
 
     batches, deltas = asyncio.run(go())
@@ -162,7 +152,7 @@ def test_a_parse_error_is_the_same_bytes_as_the_reference(fail_at: int) -> None:
     chat = ChatRequest(messages=[{"role": "user", "content": "x"}])
 
     async def go() -> tuple[list[bytes], bytes]:
-        gateway = _gateway("both", _Pieces(pieces))
+        gateway = _gateway("both", PiecesBackend(pieces))
         wire = _Wire(gateway)
         run = gateway.run(chat)
         run._parser = _Failing(run._parser, fail_at)  # type: ignore[assignment]
@@ -188,7 +178,7 @@ def test_writes_are_coalesced() -> None:
     chat = ChatRequest(messages=[{"role": "user", "content": "x"}])
 
     async def go() -> list[bytes]:
-        gateway = _gateway("both", _Pieces(["Hello", " world"]))
+        gateway = _gateway("both", PiecesBackend(["Hello", " world"]))
         run = gateway.run(chat)
         await run.start()
         return [piece async for piece in _stream(run, _Wire(gateway), True)]
