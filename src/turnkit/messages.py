@@ -19,6 +19,7 @@ from typing import Any, NotRequired, TypedDict
 from turnkit.errors import ParseError
 
 __all__ = [
+    "REASONING_FIELDS",
     "AssistantMessage",
     "CallError",
     "FunctionCall",
@@ -29,6 +30,9 @@ __all__ = [
     "to_template",
     "tool_call",
 ]
+
+REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
+"""The keys a message's reasoning goes by (turnkit and OpenAI-compatible servers, chat templates, others)."""
 
 
 class FunctionCall(TypedDict):

@@ -21,6 +21,7 @@ from typing import Any
 from turnkit._args import expect, expect_items
 from turnkit.errors import TemplateError, TemplateLimitError, ToolSchemaError
 from turnkit.limits import DEFAULT_LIMITS
+from turnkit.messages import REASONING_FIELDS
 
 __all__ = [
     "REASONING_FIELDS",
@@ -53,7 +54,6 @@ def _trust(container: Any, trusted: set[int]) -> None:
 
 
 # Names a message's reasoning is passed under; the first is the one most templates read.
-REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
 _REASONING_KEYS = frozenset(REASONING_FIELDS)
 _DICT = frozenset({dict})
 

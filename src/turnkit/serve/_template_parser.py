@@ -12,13 +12,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from turnkit.messages import REASONING_FIELDS
 from turnkit.parse import Delta
 from turnkit.parse._response_template import ResponseTemplateStream
 
 __all__ = ["TemplateDeltas"]
-
-# The fields transformers' templates (and turnkit's message forms) use for reasoning.
-_REASONING = ("reasoning_content", "thinking", "reasoning")
 
 
 class TemplateDeltas:
@@ -42,7 +40,7 @@ class TemplateDeltas:
             for key, value in delta.items():
                 if value is None or value == "":
                     continue
-                if key == "content" or key in _REASONING:
+                if key == "content" or key in REASONING_FIELDS:
                     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
                     out.append({"content" if key == "content" else "reasoning_content": text})
                 elif key == "tool_calls" and isinstance(value, list):
