@@ -23,7 +23,7 @@ pytestmark = pytest.mark.timeout(90)
 
 
 class ServeProcess:
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, ignore_sigint: bool = False) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT / "src"), env.get("PYTHONPATH")]))
         env.pop("TURNKIT_API_KEY", None)
@@ -33,6 +33,8 @@ class ServeProcess:
             stderr=subprocess.PIPE,
             text=True,
             env=env,
+            # what a shell's `turnkit serve &` does: the server inherits SIGINT ignored
+            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None,
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # bounded by the test timeout
@@ -79,9 +81,11 @@ def test_no_arguments_starts_on_the_embedded_default_and_the_openai_client_works
         assert server.stop(signal.SIGTERM) == 0
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_ends_in_flight_streams_with_an_error_event(sig: int):
-    server = ServeProcess("--replay-delay", "0.2")
+@pytest.mark.parametrize(
+    ("sig", "ignore_sigint"), [(signal.SIGINT, False), (signal.SIGINT, True), (signal.SIGTERM, False)]
+)
+def test_signal_ends_in_flight_streams_with_an_error_event(sig: int, ignore_sigint: bool):
+    server = ServeProcess("--replay-delay", "0.2", ignore_sigint=ignore_sigint)
     events: list[str] = []
     got_first = threading.Event()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,10 @@ def run(args: argparse.Namespace) -> int:
     )
     server = _server(config, gateway, args.host)
     server.run()
+    if signal.SIGINT in server.stopped_by:
+        # uvicorn re-raises the signal once shut down, which a shell's `cmd &` (SIGINT ignored) swallows:
+        # the exit status of an interrupted server must not depend on how it was launched.
+        raise KeyboardInterrupt
     return 0
 
 
@@ -199,6 +204,7 @@ def _server(config: Any, gateway: Any, host: str) -> Any:
 
     class Server(uvicorn.Server):
         loop: asyncio.AbstractEventLoop | None = None
+        stopped_by: tuple[int, ...] = ()
 
         async def serve(self, sockets: Any = None) -> None:
             self.loop = asyncio.get_running_loop()
@@ -219,6 +225,7 @@ def _server(config: Any, gateway: Any, host: str) -> Any:
                 )
 
         def handle_exit(self, sig: int, frame: Any) -> None:
+            self.stopped_by += (sig,)
             if self.loop is not None:
                 self.loop.call_soon_threadsafe(gateway.shutdown)
             super().handle_exit(sig, frame)
