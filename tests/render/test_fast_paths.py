@@ -52,6 +52,23 @@ EXPRESSIONS = [
     "{{ messages[0].role + 1 }}",
     "{{ messages[0].role.nope() }}",
     "{{ messages[5].role }}",
+    # ``+``/``~`` chains: all strings and short (inline), a non-string, Markup, an undefined, long operands and
+    # long constants (the sized filter), an operand that fails (the same error, after the ones before it ran)
+    "{{ messages[0].role + ':' + messages[1].role + '|' }}{{ messages[0].role ~ messages[0].n ~ '|' ~ none }}",
+    "{{ 'a' + messages[0].n + 'b' }}",
+    "{{ messages[0].role ~ messages[0].missing ~ '|' }}{{ messages[0].role + messages[0].missing + '|' }}",
+    "{{ ('<b>'|safe) + messages[0].role + '<i>' }}|{{ ('<b>'|safe) ~ messages[0].role ~ '<i>' }}",
+    "{{ (messages[2].content + '|' + messages[0].role)|length }}|{{ ('x' ~ messages[2].content ~ 'y')|length }}",
+    "{{ ('" + "y" * 4095 + "' + messages[0].role + 'z')|length }}|{{ ('" + "y" * 4100 + "' ~ 'a' ~ 'b')|length }}",
+    "{{ 'a' + 'b' + 'c' }}|{{ 1 ~ 2 ~ 3 }}|{{ [1] + [2] + [3] }}",
+    "{{ messages[0].role + messages[0].missing.deeper + 'x' }}",
+    # inline tests, each on both sides: Markup is a string, none and an undefined value are different things
+    "{{ messages[0].content is string }}{{ messages[0].n is string }}{{ ('a'|safe) is string }}"
+    "{{ messages[0].missing is string }}{{ messages[1].meta.x is string }}",
+    "{{ messages[0].missing is defined }}{{ messages[0].role is defined }}{{ messages[1].meta.x is defined }}"
+    "{{ messages[0].missing is not defined }}{{ messages[0].role is undefined }}{{ none is undefined }}",
+    "{{ messages[1].meta.x is none }}{{ messages[0].missing is none }}{{ messages[0].n is not none }}"
+    "{{ false is none }}{{ 0 is none }}",
 ]
 
 
