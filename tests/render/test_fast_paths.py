@@ -62,6 +62,11 @@ EXPRESSIONS = [
     "{{ ('" + "y" * 4095 + "' + messages[0].role + 'z')|length }}|{{ ('" + "y" * 4100 + "' ~ 'a' ~ 'b')|length }}",
     "{{ 'a' + 'b' + 'c' }}|{{ 1 ~ 2 ~ 3 }}|{{ [1] + [2] + [3] }}",
     "{{ messages[0].role + messages[0].missing.deeper + 'x' }}",
+    # namespace attributes: plain values, other values (jinja2's checks), missing, underscored
+    "{% set ns = namespace(a=1, b=none) %}{% set ns.c = [1] %}{% set ns.d = ('<x>'|safe) %}{% set ns.a = ns.a + 1 %}"
+    "{{ ns.a }}|{{ ns.b }}|{{ ns.c }}|{{ ns.d }}|{{ ns.missing is defined }}|{{ ns._Namespace__attrs is defined }}"
+    "|{{ ns.__class__ is defined }}|{{ ns.d.upper() }}",
+    "{% set ns = namespace() %}{% set ns.x = 1 %}{{ ns.x }}{{ ns.missing.deeper }}",
     # inline tests, each on both sides: Markup is a string, none and an undefined value are different things
     "{{ messages[0].content is string }}{{ messages[0].n is string }}{{ ('a'|safe) is string }}"
     "{{ messages[0].missing is string }}{{ messages[1].meta.x is string }}",

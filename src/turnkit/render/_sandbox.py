@@ -511,11 +511,12 @@ class _TemplateNamespace(Namespace):
         attrs = dict(*args, **kwargs)
         for name in attrs:
             _TemplateNamespace._check_name(name)
-        Namespace.__init__(self, attrs)
+        object.__setattr__(self, "_Namespace__attrs", attrs)  # what Namespace.__init__ sets (a copy of attrs)
 
     def __setitem__(self, name: str, value: Any) -> None:
-        _TemplateNamespace._check_name(name)
-        Namespace.__setitem__(self, name, value)
+        if type(name) is not str or name[:1] == "_":
+            _TemplateNamespace._check_name(name)
+        _namespace_items(self)[name] = value  # what Namespace.__setitem__ does
 
     @staticmethod
     def _check_name(name: Any) -> None:
@@ -524,6 +525,15 @@ class _TemplateNamespace(Namespace):
                 f"Chat templates cannot store underscore-prefixed attributes on a namespace, but got {name!r}. "
                 "Please rename the attribute."
             )
+
+
+def _namespace_items(namespace: Namespace) -> dict[str, Any]:
+    """The dict holding a namespace's attributes (jinja2's ``Namespace`` keeps them in its private ``__attrs``)."""
+    items: dict[str, Any] = object.__getattribute__(namespace, "_Namespace__attrs")
+    return items
+
+
+_ABSENT: Any = object()
 
 
 def _raise_exception(message: Any) -> None:
@@ -759,10 +769,10 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
             if attribute in _LOOP_ATTRIBUTES:
                 return getattr(obj, attribute)  # ``loop.first``: public properties, always safe
         elif kind is _TemplateNamespace and attribute[:1] != "_":
-            # ``ns.system``: a namespace's attributes are its items; plain values need none of jinja2's checks
-            try:
-                value = getattr(obj, attribute)
-            except AttributeError:
+            # ``ns.system``: a namespace's attributes are the items of its dict (what Namespace.__getattribute__
+            # reads, here without its two Python frames); plain values need none of jinja2's checks
+            value = _namespace_items(obj).get(attribute, _ABSENT)
+            if value is _ABSENT:
                 return self.undefined(obj=obj, name=attribute)
             if type(value) in _PLAIN_VALUES:
                 return value
