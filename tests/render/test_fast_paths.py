@@ -62,6 +62,10 @@ EXPRESSIONS = [
     "{{ ('" + "y" * 4095 + "' + messages[0].role + 'z')|length }}|{{ ('" + "y" * 4100 + "' ~ 'a' ~ 'b')|length }}",
     "{{ 'a' + 'b' + 'c' }}|{{ 1 ~ 2 ~ 3 }}|{{ [1] + [2] + [3] }}",
     "{{ messages[0].role + messages[0].missing.deeper + 'x' }}",
+    # ``trim``: short strings inline; long ones, Markup, numbers, undefined values and arguments take the filter
+    "{{ messages[0].content | trim }}|{{ (messages[2].content ~ '  ') | trim | length }}|{{ ('  <b> '|safe) | trim }}"
+    "|{{ messages[0].n | trim }}|{{ messages[0].missing | trim }}|{{ messages[0].content | trim('. ') }}",
+    "{{ messages[0].missing.deeper | trim }}",
     # namespace attributes: plain values, other values (jinja2's checks), missing, underscored
     "{% set ns = namespace(a=1, b=none) %}{% set ns.c = [1] %}{% set ns.d = ('<x>'|safe) %}{% set ns.a = ns.a + 1 %}"
     "{{ ns.a }}|{{ ns.b }}|{{ ns.c }}|{{ ns.d }}|{{ ns.missing is defined }}|{{ ns._Namespace__attrs is defined }}"

@@ -363,6 +363,21 @@ class _GuardedCodeGenerator(CodeGenerator):
         # ``a + b + c`` and ``a ~ b ~ c`` (the guard's sized filters) on strings whose total is short: the
         # concatenation the filter returns for them. Every operand is evaluated, left to right, before either
         # branch (``&`` does not short-circuit), as the filter's argument list is.
+        if (
+            node.name == "trim"
+            and node.node is not None
+            and not (node.args or node.kwargs or node.dyn_args or node.dyn_kwargs)
+        ):
+            # ``text | trim`` on a short str: what the sized ``trim`` returns for it (``str.strip``, uncharged)
+            tmp = self.temporary_identifier()
+            self.write(f"({tmp}.strip() if type({tmp} := ")
+            self.visit(node.node, frame)
+            self.write(f") is str and len({tmp}) < {_FREE_BYTES} else ")
+            super().visit_Filter(
+                nodes.Filter(_internal_name(tmp, node.lineno), "trim", [], [], None, None, lineno=node.lineno), frame
+            )
+            self.write(")")
+            return
         if node.name not in (_ADD_FILTER, _CONCAT_FILTER) or not isinstance(node.node, nodes.List):
             super().visit_Filter(node, frame)
             return
