@@ -52,6 +52,32 @@ EXPRESSIONS = [
     "{{ messages[0].role + 1 }}",
     "{{ messages[0].role.nope() }}",
     "{{ messages[5].role }}",
+    # ``+``/``~`` chains: all strings and short (inline), a non-string, Markup, an undefined, long operands and
+    # long constants (the sized filter), an operand that fails (the same error, after the ones before it ran)
+    "{{ messages[0].role + ':' + messages[1].role + '|' }}{{ messages[0].role ~ messages[0].n ~ '|' ~ none }}",
+    "{{ 'a' + messages[0].n + 'b' }}",
+    "{{ messages[0].role ~ messages[0].missing ~ '|' }}{{ messages[0].role + messages[0].missing + '|' }}",
+    "{{ ('<b>'|safe) + messages[0].role + '<i>' }}|{{ ('<b>'|safe) ~ messages[0].role ~ '<i>' }}",
+    "{{ (messages[2].content + '|' + messages[0].role)|length }}|{{ ('x' ~ messages[2].content ~ 'y')|length }}",
+    "{{ ('" + "y" * 4095 + "' + messages[0].role + 'z')|length }}|{{ ('" + "y" * 4100 + "' ~ 'a' ~ 'b')|length }}",
+    "{{ 'a' + 'b' + 'c' }}|{{ 1 ~ 2 ~ 3 }}|{{ [1] + [2] + [3] }}",
+    "{{ messages[0].role + messages[0].missing.deeper + 'x' }}",
+    # ``trim``: short strings inline; long ones, Markup, numbers, undefined values and arguments take the filter
+    "{{ messages[0].content | trim }}|{{ (messages[2].content ~ '  ') | trim | length }}|{{ ('  <b> '|safe) | trim }}"
+    "|{{ messages[0].n | trim }}|{{ messages[0].missing | trim }}|{{ messages[0].content | trim('. ') }}",
+    "{{ messages[0].missing.deeper | trim }}",
+    # namespace attributes: plain values, other values (jinja2's checks), missing, underscored
+    "{% set ns = namespace(a=1, b=none) %}{% set ns.c = [1] %}{% set ns.d = ('<x>'|safe) %}{% set ns.a = ns.a + 1 %}"
+    "{{ ns.a }}|{{ ns.b }}|{{ ns.c }}|{{ ns.d }}|{{ ns.missing is defined }}|{{ ns._Namespace__attrs is defined }}"
+    "|{{ ns.__class__ is defined }}|{{ ns.d.upper() }}",
+    "{% set ns = namespace() %}{% set ns.x = 1 %}{{ ns.x }}{{ ns.missing.deeper }}",
+    # inline tests, each on both sides: Markup is a string, none and an undefined value are different things
+    "{{ messages[0].content is string }}{{ messages[0].n is string }}{{ ('a'|safe) is string }}"
+    "{{ messages[0].missing is string }}{{ messages[1].meta.x is string }}",
+    "{{ messages[0].missing is defined }}{{ messages[0].role is defined }}{{ messages[1].meta.x is defined }}"
+    "{{ messages[0].missing is not defined }}{{ messages[0].role is undefined }}{{ none is undefined }}",
+    "{{ messages[1].meta.x is none }}{{ messages[0].missing is none }}{{ messages[0].n is not none }}"
+    "{{ false is none }}{{ 0 is none }}",
 ]
 
 

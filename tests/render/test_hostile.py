@@ -37,6 +37,8 @@ ESCAPES = {
     "dict-global-class": "{{ dict.__class__.__init__.__globals__ }}",
     "namespace-dunder-set": "{% set ns = namespace() %}{% set ns.__class__ = 1 %}",
     "namespace-underscore-init": "{{ namespace(_secret=1) }}",
+    "namespace-private-dict": "{% set ns = namespace(a=1) %}{{ ns._Namespace__attrs.update }}",
+    "namespace-value-class": "{% set ns = namespace(a='x') %}{{ ns.a.__class__.__mro__ }}",
     "loop-class": "{% for m in messages %}{{ loop.__class__.__init__.__globals__ }}{% endfor %}",
     "macro-globals": "{% macro m() %}{% endmacro %}{{ m.__call__.__globals__ }}",
     "mro-via-getitem": "{{ ''['__class__']['__mro__'] }}",

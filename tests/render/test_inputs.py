@@ -88,6 +88,8 @@ def undocumented(x: int) -> int:
     return x
 
 
+NONE_MESSAGE = {"role": "user", "content": "x", "name": None, "meta": {"k": [1, {"v": None}]}}
+
 CASES: dict[str, tuple[Any, dict[str, Any]]] = {
     "none-values-dropped": ([{"role": "user", "content": "hi", "name": None, "tool_calls": None}], {}),
     "nested-none-kept": ([{"role": "user", "content": [{"type": "text", "text": "a", "image": None}]}], {}),
@@ -98,6 +100,12 @@ CASES: dict[str, tuple[Any, dict[str, Any]]] = {
     "tuple-and-int-keys": ([{"role": "user", "content": "x", "pair": (1, "a"), "map": {1: "one"}}], {}),
     "bytes-and-set": ([{"role": "user", "content": "x", "b": b"raw", "s": {1}}], {}),
     "shared-parts": ([{"role": "user", "content": "x", "a": SHARED, "b": SHARED}], {}),
+    # a message with None values: a new dict of the others, which are adopted as they are when plain and
+    # rebuilt when not (shared, another type, the same message twice)
+    "none-with-nested-values": ([{"role": "assistant", "content": None, "tool_calls": [CALL["tool_calls"][0]]}], {}),
+    "none-with-shared-parts": ([{"role": "user", "content": "x", "a": SHARED, "n": None, "b": SHARED}], {}),
+    "none-with-other-types": ([{"role": "user", "content": None, "e": [Color.RED], "p": Point(1, 2)}], {}),
+    "none-message-twice": ([NONE_MESSAGE, NONE_MESSAGE], {}),
     "dict-args": ([USER, CALL, RESULT], {"tools": TOOLS}),
     "json-string-args": ([USER, CALL_JSON_ARGS, RESULT], {"tools": TOOLS}),
     "function-tools": ([USER], {"tools": [get_weather, get_time]}),
@@ -260,3 +268,52 @@ def test_bad_tools_fail_as_template_errors() -> None:
     with pytest.raises(TemplateError, match="tools must be JSON schemas") as info:
         apply_chat_template([USER], "x", tools=[len])
     assert info.value.code == "tool_type"
+
+
+def test_messages_are_adopted_in_one_pass() -> None:
+    from collections import OrderedDict
+
+    from turnkit.render._inputs import plain_messages
+
+    calls = [{"id": "c", "function": {"name": "f", "arguments": {"x": 1}}}]
+    plain = {"role": "user", "content": "x"}
+    with_none = {"role": "assistant", "content": None, "tool_calls": calls}
+    other_type = {"role": "assistant", "content": None, "meta": OrderedDict(a=1)}
+    messages = plain_messages([plain, with_none, other_type, plain], set())
+    assert messages[0] is plain  # plain: used as it is
+    assert messages[1] == {"role": "assistant", "tool_calls": calls} and messages[1]["tool_calls"] is calls
+    assert type(messages[2]["meta"]) is dict and messages[2]["meta"] == {"a": 1}  # not plain: rebuilt
+    assert messages[3] == plain and messages[3] is not plain  # met twice: the second is a copy (a tree)
+    assert with_none["content"] is None  # the caller's message is untouched
+
+
+def test_render_keys_reuse_one_pickler_per_thread() -> None:
+    import io
+    import threading
+
+    from turnkit.render._inputs import PlainPickler, plain_key
+
+    def fresh(value: Any) -> bytes:
+        buffer = io.BytesIO()
+        PlainPickler(buffer, 5).dump(value)
+        return buffer.getvalue()
+
+    shared = [1]
+    values = [[{"a": 1, "b": [1.5, True, None]}], ("t", 1), [shared, shared], {"k": "v" * 70000}]
+    keys = [plain_key(value, 1 << 20) for value in values]
+    assert keys == [fresh(value) for value in values]
+    assert plain_key([Color.RED], 1 << 20) is None  # refused mid-dump: that pickler is dropped
+    assert plain_key({"k": "v" * 200}, 100) is None  # too big
+    assert [plain_key(value, 1 << 20) for value in values] == keys  # the reused one starts clean
+
+    results: list[list[bytes | None]] = []
+
+    def worker() -> None:
+        results.append([plain_key(value, 1 << 20) for value in values * 50])
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(result == keys * 50 for result in results)

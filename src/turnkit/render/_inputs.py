@@ -62,16 +62,19 @@ def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) 
     """The conversation's messages without ``None``-valued keys, as plain data (see :func:`plain_data`).
 
     Messages that already are plain (the usual case) are used as they are: templates cannot mutate what they
-    are given. ``copy=True`` rebuilds every message (for callers that edit the result).
+    are given; one with ``None``-valued keys is a new dict holding its other values as they are (see
+    :func:`_adopt_message`). ``copy=True`` rebuilds every message (for callers that edit the result).
     """
     messages: list[Any] = []
     try:
         for message in conversation:
             if type(message) is not dict:
                 message = {k: v for k, v in message.items()}  # noqa: C416 - Mappings as transformers reads them
-            elif not copy and adopt(message, trusted, top_level_none=False):
-                messages.append(message)
-                continue
+            elif not copy:
+                adopted = _adopt_message(message, trusted)
+                if adopted is not None:
+                    messages.append(adopted)
+                    continue
             messages.append(_plain_dict(message, trusted, drop_none=True))
     except (AttributeError, TypeError) as exc:
         raise TemplateError(
@@ -81,12 +84,38 @@ def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) 
     return messages
 
 
-def adopt(value: Any, trusted: set[int], *, top_level_none: bool = True) -> bool:
+def _adopt_message(message: dict[Any, Any], trusted: set[int]) -> dict[Any, Any] | None:
+    """``message`` itself when it is plain data shaped as a tree with no ``None`` value, a new dict of its
+    non-``None`` items (each adopted as it is) when only ``None`` values stand in the way, else None (rebuild it).
+
+    One pass over the message: an assistant turn with ``content=None`` and tool calls no longer costs a deep copy.
+    """
+    if id(message) in trusted:
+        return None
+    trusted.add(id(message))
+    drop = False
+    for key, item in message.items():
+        if type(key) is not str and type(key) not in _SCALARS:
+            return None
+        if type(item) is str:
+            continue
+        if type(item) not in _SCALARS:
+            if not adopt(item, trusted):
+                return None
+        elif item is None:
+            drop = True
+    if not drop:
+        return message
+    kept = {key: item for key, item in message.items() if item is not None}
+    _trust(kept, trusted)
+    return kept
+
+
+def adopt(value: Any, trusted: set[int]) -> bool:
     """Whether ``value`` already is plain data shaped as a tree; its containers are then recorded in ``trusted``.
 
     Plain data needs no copy (the sandbox never mutates it); a shared or self-containing part, or any other type,
-    means the caller must rebuild it with :func:`plain_data`. ``top_level_none=False`` also refuses a dict
-    with ``None`` values (messages, whose ``None`` keys are dropped).
+    means the caller must rebuild it with :func:`plain_data`.
     """
     kind = type(value)
     if kind is dict:
@@ -94,12 +123,9 @@ def adopt(value: Any, trusted: set[int], *, top_level_none: bool = True) -> bool
             return False
         trusted.add(id(value))
         for key, item in value.items():
-            if type(key) not in _SCALARS:
+            if type(key) is not str and type(key) not in _SCALARS:
                 return False
-            if type(item) not in _SCALARS:
-                if not adopt(item, trusted):
-                    return False
-            elif item is None and not top_level_none:
+            if type(item) is not str and type(item) not in _SCALARS and not adopt(item, trusted):
                 return False
         return True
     if kind is list or kind is tuple:
@@ -227,6 +253,10 @@ class PlainPickler(pickle.Pickler):
     """A pickler for exact built-in data only: the C pickler handles those itself, anything else lands here
     (a subclass may key more types: return a reduction for them, defer to this method for the rest)."""
 
+    def __init__(self, file: io.BytesIO, protocol: int) -> None:
+        super().__init__(file, protocol)
+        self.file = file
+
     def reducer_override(self, obj: Any) -> Any:
         raise _NotPlain
 
@@ -239,14 +269,33 @@ def plain_key(value: Any, max_bytes: int, pickler: type[PlainPickler] | None = N
     ``1``, and writes a back-reference for an object met twice: equal bytes mean values of the same types,
     content, order and sharing.
     """
-    buffer = io.BytesIO()
+    if pickler is not None:
+        return _dump(pickler(io.BytesIO(), 5), value, max_bytes)[0]
+    # A PlainPickler costs a fifth of a key to build: each thread reuses one (taken out while in use, so a
+    # reentrant call builds its own; one whose dump failed is dropped).
+    idle = _IDLE.__dict__
+    reused = idle.pop("pickler", None) or PlainPickler(io.BytesIO(), 5)
+    key, done = _dump(reused, value, max_bytes)
+    if done:
+        idle["pickler"] = reused
+    return key
+
+
+_IDLE = threading.local()
+
+
+def _dump(pickler: PlainPickler, value: Any, max_bytes: int) -> tuple[bytes | None, bool]:
+    """(the pickle of ``value`` or None, whether the dump completed and left ``pickler`` ready for another)."""
+    buffer = pickler.file
     try:
-        (pickler or PlainPickler)(buffer, 5).dump(value)
+        pickler.dump(value)
     except (_NotPlain, pickle.PicklingError, ValueError, TypeError, RecursionError):
-        return None
-    if buffer.tell() > max_bytes:
-        return None
-    return buffer.getvalue()
+        return None, False
+    pickler.clear_memo()
+    key = buffer.getvalue() if buffer.tell() <= max_bytes else None
+    buffer.seek(0)
+    buffer.truncate()
+    return key, True
 
 
 # Private plain copies of tool schemas that every render with those tools is handed: templates cannot mutate

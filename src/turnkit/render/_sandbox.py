@@ -27,6 +27,7 @@ import jinja2.exceptions
 import jinja2.ext
 import jinja2.nodes as nodes
 from jinja2 import filters as jinja_filters
+from jinja2 import tests as jinja_tests
 from jinja2.compiler import CodeGenerator, Frame, optimizeconst
 from jinja2.runtime import Context, LoopContext, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
@@ -67,6 +68,14 @@ _INLINE_METHODS: dict[type, frozenset[str]] = {
     str: frozenset({"strip", "lstrip", "rstrip", "startswith", "endswith", "lower", "upper"}),
 }
 _STR = frozenset({str})
+# Tests the code generator writes inline (when jinja2's own function is the environment's test): the code before
+# and after the tested value, which is what the test function returns.
+_INLINE_TESTS: dict[str, tuple[str, str]] = {
+    "string": ("isinstance(", ", str)"),
+    "defined": ("(not isinstance(", ", Undefined))"),
+    "undefined": ("isinstance(", ", Undefined)"),
+    "none": ("(", " is None)"),
+}
 _PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
 _JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)
 _encode_str = json.encoder.encode_basestring
@@ -338,10 +347,8 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.write(f") if type({tmp} := ")
         self.visit(method.node, frame)
         self.write(f") is {owner} else ")
-        name = object.__new__(nodes.InternalName)
-        nodes.Node.__init__(name, tmp, lineno=method.lineno)
         fallback = nodes.Call(
-            nodes.Getattr(name, method.attr, "load", lineno=method.lineno),
+            nodes.Getattr(_internal_name(tmp, method.lineno), method.attr, "load", lineno=method.lineno),
             node.args,
             node.kwargs,
             None,
@@ -350,6 +357,72 @@ class _GuardedCodeGenerator(CodeGenerator):
         )
         super().visit_Call(fallback, frame)
         self.write(")")
+
+    @optimizeconst
+    def visit_Filter(self, node: nodes.Filter, frame: Frame) -> None:
+        # ``a + b + c`` and ``a ~ b ~ c`` (the guard's sized filters) on strings whose total is short: the
+        # concatenation the filter returns for them. Every operand is evaluated, left to right, before either
+        # branch (``&`` does not short-circuit), as the filter's argument list is.
+        if (
+            node.name == "trim"
+            and node.node is not None
+            and not (node.args or node.kwargs or node.dyn_args or node.dyn_kwargs)
+        ):
+            # ``text | trim`` on a short str: what the sized ``trim`` returns for it (``str.strip``, uncharged)
+            tmp = self.temporary_identifier()
+            self.write(f"({tmp}.strip() if type({tmp} := ")
+            self.visit(node.node, frame)
+            self.write(f") is str and len({tmp}) < {_FREE_BYTES} else ")
+            super().visit_Filter(
+                nodes.Filter(_internal_name(tmp, node.lineno), "trim", [], [], None, None, lineno=node.lineno), frame
+            )
+            self.write(")")
+            return
+        if node.name not in (_ADD_FILTER, _CONCAT_FILTER) or not isinstance(node.node, nodes.List):
+            super().visit_Filter(node, frame)
+            return
+        items = node.node.items
+        # a constant string is written as itself; any other operand is held in a temporary and tested
+        constants = [_str_const(item) for item in items]
+        names = [self.temporary_identifier() if text is None else repr(text) for text in constants]
+        tested = [(name, item) for name, item, text in zip(names, items, constants, strict=True) if text is None]
+        if not tested:
+            super().visit_Filter(node, frame)
+            return
+        self.write(f"({' + '.join(names)} if ")
+        for i, (name, item) in enumerate(tested):
+            self.write(f"{' & ' if i else ''}(type({name} := ")
+            self.visit(item, frame)
+            self.write(") is str)")
+        free = _FREE_BYTES - sum(len(text) for text in constants if text is not None)
+        self.write(f" and {' + '.join(f'len({name})' for name, _ in tested)} < {free} else ")
+        held = [
+            item if text is not None else _internal_name(name, item.lineno)
+            for name, item, text in zip(names, items, constants, strict=True)
+        ]
+        super().visit_Filter(
+            nodes.Filter(nodes.List(held, lineno=node.lineno), node.name, [], [], None, None, lineno=node.lineno),
+            frame,
+        )
+        self.write(")")
+
+    @optimizeconst
+    def visit_Test(self, node: nodes.Test, frame: Frame) -> None:
+        # ``x is string``, ``x is defined``...: the expression jinja2's own test function evaluates.
+        inline = _INLINE_TESTS.get(node.name)
+        if (
+            inline is None
+            or node.args
+            or node.kwargs
+            or node.dyn_args is not None
+            or node.dyn_kwargs is not None
+            or self.environment.tests.get(node.name) is not jinja_tests.TESTS[node.name]
+        ):
+            super().visit_Test(node, frame)
+            return
+        self.write(inline[0])
+        self.visit(node.node, frame)
+        self.write(inline[1])
 
     @optimizeconst
     def visit_Add(self, node: nodes.BinExpr, frame: Frame) -> None:
@@ -383,6 +456,18 @@ class _GuardedCodeGenerator(CodeGenerator):
             super()._output_child_post(node, frame, finalize)
             return
         self.write(f") is str else str(environment.finalize({tmp})))")
+
+
+def _str_const(node: nodes.Node) -> str | None:
+    """The text of a constant string node, else None."""
+    return node.value if isinstance(node, nodes.Const) and type(node.value) is str else None
+
+
+def _internal_name(name: str, lineno: int) -> nodes.InternalName:
+    """A node naming one of the generated code's temporaries (jinja2's parser never makes one)."""
+    node = object.__new__(nodes.InternalName)
+    nodes.Node.__init__(node, name, lineno=lineno)
+    return node
 
 
 class _CaptureBuffer(list[Any]):
@@ -441,11 +526,12 @@ class _TemplateNamespace(Namespace):
         attrs = dict(*args, **kwargs)
         for name in attrs:
             _TemplateNamespace._check_name(name)
-        Namespace.__init__(self, attrs)
+        object.__setattr__(self, "_Namespace__attrs", attrs)  # what Namespace.__init__ sets (a copy of attrs)
 
     def __setitem__(self, name: str, value: Any) -> None:
-        _TemplateNamespace._check_name(name)
-        Namespace.__setitem__(self, name, value)
+        if type(name) is not str or name[:1] == "_":
+            _TemplateNamespace._check_name(name)
+        _namespace_items(self)[name] = value  # what Namespace.__setitem__ does
 
     @staticmethod
     def _check_name(name: Any) -> None:
@@ -454,6 +540,15 @@ class _TemplateNamespace(Namespace):
                 f"Chat templates cannot store underscore-prefixed attributes on a namespace, but got {name!r}. "
                 "Please rename the attribute."
             )
+
+
+def _namespace_items(namespace: Namespace) -> dict[str, Any]:
+    """The dict holding a namespace's attributes (jinja2's ``Namespace`` keeps them in its private ``__attrs``)."""
+    items: dict[str, Any] = object.__getattribute__(namespace, "_Namespace__attrs")
+    return items
+
+
+_ABSENT: Any = object()
 
 
 def _raise_exception(message: Any) -> None:
@@ -689,10 +784,10 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
             if attribute in _LOOP_ATTRIBUTES:
                 return getattr(obj, attribute)  # ``loop.first``: public properties, always safe
         elif kind is _TemplateNamespace and attribute[:1] != "_":
-            # ``ns.system``: a namespace's attributes are its items; plain values need none of jinja2's checks
-            try:
-                value = getattr(obj, attribute)
-            except AttributeError:
+            # ``ns.system``: a namespace's attributes are the items of its dict (what Namespace.__getattribute__
+            # reads, here without its two Python frames); plain values need none of jinja2's checks
+            value = _namespace_items(obj).get(attribute, _ABSENT)
+            if value is _ABSENT:
                 return self.undefined(obj=obj, name=attribute)
             if type(value) in _PLAIN_VALUES:
                 return value

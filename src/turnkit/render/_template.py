@@ -304,13 +304,18 @@ class ChatTemplate:
             )
         name = self._choose(template_name, tools)
         source = self._sources[name]
-        if isinstance(conversation, list | tuple) and len(conversation) == 0:
-            raise TemplateError("cannot render an empty conversation: give at least one message", code="template_input")
-        first = conversation[0] if isinstance(conversation, list | tuple) else None
-        batched = first is not None and (
-            isinstance(first, list | tuple) or (type(first) is not dict and hasattr(first, "messages"))
+        first = None
+        if isinstance(conversation, _SEQUENCE):
+            if not conversation:
+                raise TemplateError(
+                    "cannot render an empty conversation: give at least one message", code="template_input"
+                )
+            first = conversation[0]
+        batched = (
+            first is not None
+            and type(first) is not dict
+            and (isinstance(first, _SEQUENCE) or hasattr(first, "messages"))
         )
-        conversations: Sequence[Any] = conversation if batched else [conversation]
         if continue_final_message and add_generation_prompt:
             raise TemplateError(
                 "continue_final_message and add_generation_prompt cannot be used together: continue the final "
@@ -349,13 +354,18 @@ class ChatTemplate:
         if "messages" in extra:
             raise TemplateError("'messages' cannot be passed as an extra template variable", code="template_input")
         # continue_final_message edits the final message, so it needs a copy of the caller's messages
-        chats = [plain_messages(chat, trusted, copy=bool(continue_final_message)) for chat in conversations]
-        rendered = [
-            self._render_chat(compiled, source, chat, shared, extra, continue_final_message, trusted) for chat in chats
-        ]
+        copy = bool(continue_final_message)
+        if batched:
+            chats = [plain_messages(chat, trusted, copy=copy) for chat in conversation]
+            return [
+                self._render_chat(compiled, source, chat, shared, extra, continue_final_message, trusted)
+                for chat in chats
+            ]
+        chat = plain_messages(conversation, trusted, copy=copy)
+        prompt = self._render_chat(compiled, source, chat, shared, extra, continue_final_message, trusted)
         if key is not None and memo is not None:
-            memo.put(key, rendered[0], rendered[0])
-        return rendered if batched else rendered[0]
+            memo.put(key, prompt, prompt)
+        return prompt
 
     def _choose(self, template_name: str | None, tools: Any) -> str:
         if self._single:
@@ -438,6 +448,7 @@ class ChatTemplate:
 
 
 _UNKNOWN: Any = object()
+_SEQUENCE = (list, tuple)  # a tuple of types: ``list | tuple`` would build a union object on every render
 # What makes a render's output change from one call to the next (the clock, the random generators) or depend
 # on more than the input's content (``is sameas`` tests identity). A template whose text mentions one (even in
 # a comment or a string: the test is conservative) is never memoised.
@@ -584,7 +595,7 @@ def _run(
         # holds references: every big string in it was already counted when the template built it. Tracking
         # ``{% generation %}`` spans takes one chunk at a time, so each block sees the length before it.
         tracker = TRACKER.get()
-        step = 16
+        step = 64  # a short conversation's prompt comes in one batch
         if tracker is not None:
             tracker.start_render()
             step = 1
