@@ -9,6 +9,7 @@ template that remembers nothing.
 from __future__ import annotations
 
 import copy
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,22 @@ from tests.render.test_differential import _template_files
 from tests.render.test_differential_properties import CONVERSATION, OPTIONS, TEMPLATES
 from turnkit import ChatTemplate, Limits, TemplateError, TemplateLimitError
 from turnkit.limits import DEFAULT_LIMITS
+from turnkit.render import _sandbox
 from turnkit.render._fragments import fragment_loops
 from turnkit.render._sandbox import sandbox_for
+
+
+class _StoppedClock(datetime):
+    @classmethod
+    def now(cls, tz: Any = None) -> _StoppedClock:
+        return cls(2026, 11, 25, 12, 0, 0, tzinfo=tz)
+
+
+@pytest.fixture(autouse=True)
+def _stopped_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Templates that print ``strftime_now('%H:%M:%S')`` (Hunyuan) would differ between the warm and the cold
+    render whenever a second ends between them."""
+    monkeypatch.setattr(_sandbox, "datetime", _StoppedClock)
 
 
 def _outcome(template: ChatTemplate, conversation: Any, options: dict[str, Any]) -> tuple[str, Any]:
