@@ -88,8 +88,11 @@ def remove_stale(output: str) -> list[str]:
     directory = os.path.dirname(os.path.abspath(output))
     prefix = _prefix(output)
     removed = []
-    with os.scandir(directory) as entries:
-        candidates = [entry.path for entry in entries if entry.name.startswith(prefix)]
+    try:
+        with os.scandir(directory) as entries:
+            candidates = [entry.path for entry in entries if entry.name.startswith(prefix)]
+    except OSError:  # no such folder, or not readable: opening the output says so, naming it
+        return []
     for folder in candidates:
         if fcntl is None or not os.path.isdir(folder) or os.path.islink(folder):
             continue
