@@ -2,6 +2,7 @@
 
     python bench/batch_scaling.py                 # 4000 chat rows, small tokenizer, 3 rounds
     python bench/batch_scaling.py --rows 1000 --rounds 5 --dataset agent
+    python bench/batch_scaling.py --rows 200 --start-method spawn   # workers spawned, not forked
 
 bench/batch.py times the same runs inside a process that also holds transformers and datasets, which the forked
 workers inherit; this is what the CLI does. Rounds alternate 1 and 2 workers, each with a fresh renderer (an
@@ -34,6 +35,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tokenizer", default="small", choices=["small", "wide"])
     parser.add_argument("--dataset", default="chat", choices=["chat", "agent"])
+    parser.add_argument("--start-method", choices=["fork", "forkserver", "spawn"], help="default: turnkit's")
     args = parser.parse_args()
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     with tempfile.TemporaryDirectory() as tmp:
@@ -46,13 +48,16 @@ def main() -> None:
         )
         data.write_text("".join(json.dumps(row) + "\n" for row in rows), "utf-8")
         rates: dict[int, list[float]] = {1: [], 2: []}
-        print(f"{args.rows} {args.dataset} rows, {args.tokenizer} tokenizer; load average {os.getloadavg()[0]:.1f}")
+        print(
+            f"{args.rows} {args.dataset} rows, {args.tokenizer} tokenizer, start method "
+            f"{args.start_method or 'default'}; load average {os.getloadavg()[0]:.1f}"
+        )
         for _ in range(args.rounds):
             for workers in (1, 2):
                 worker = tbatch.Renderer(model=folder, masks=True)
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu, start = time.process_time(), time.perf_counter()
-                tbatch.run(worker, data, Path(tmp) / "out.jsonl", workers=workers)
+                tbatch.run(worker, data, Path(tmp) / "out.jsonl", workers=workers, start_method=args.start_method)
                 wall = time.perf_counter() - start
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 children = max(0.0, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)

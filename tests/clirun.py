@@ -5,18 +5,31 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any
 
 from tests.corpora import REPO_ROOT
 
 
-def run_cli(*args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def cli_env() -> dict[str, str]:
+    """This process's environment with the checkout's ``src`` first on ``PYTHONPATH``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT / "src"), env.get("PYTHONPATH")]))
+    return env
+
+
+def run_cli(*args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "turnkit.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=env,
+        env=cli_env(),
+    )
+
+
+def start_cli(*args: str, **popen: Any) -> subprocess.Popen[str]:
+    """Start the command without waiting (standard error piped): for tests that signal it mid-run."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "turnkit.cli", *args], stderr=subprocess.PIPE, text=True, env=cli_env(), **popen
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.clirun import run_cli
-from turnkit import BatchInputError, ChatTemplate, MissingDependencyError
+from turnkit import BatchInputError, ChatTemplate, MissingDependencyError, TurnkitError
 from turnkit import batch as tbatch
 
 TEMPLATE = (
@@ -421,3 +422,69 @@ def test_token_columns_joined_from_the_number_table_are_the_json_encoders_text(r
     from turnkit.batch import _io
 
     assert _io.encode_rows(rows, "jsonl", ["input_ids", "assistant_masks"]) == _io.encode_rows(rows, "jsonl")
+
+
+@pytest.mark.parametrize(("method", "suffix"), [("spawn", ".jsonl"), ("forkserver", ".parquet")])
+def test_workers_started_without_fork_give_the_in_process_output(
+    tmp_path: Path, model: Path, method: str, suffix: str
+) -> None:
+    """Spawned (macOS's default) and forkserver (Linux's from Python 3.14) workers get the renderer pickled and
+    import everything else by module path: the same output as one in-process worker (JSON lines: the same
+    bytes, from part files; parquet: the same rows, as Arrow tables through the pool's pipes)."""
+    import multiprocessing
+
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"no {method} here")
+    rows: list[Any] = [*_good_rows(14), BAD_ROWS[1][0], "{not json", *_good_rows(3)]
+    source = _write_jsonl(tmp_path / "in.jsonl", rows)
+    alone = tbatch.render(source, tmp_path / f"one{suffix}", model=model, masks=True, batch_size=4)
+    summary = tbatch.render(
+        source, tmp_path / f"two{suffix}", model=model, masks=True, batch_size=4, workers=2, start_method=method
+    )
+    assert (summary.rows, summary.errors) == (alone.rows, alone.errors) == (19, 2)
+    if suffix == ".jsonl":
+        assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+    else:
+        assert _read(tmp_path / "two.parquet") == _read(tmp_path / "one.parquet")
+    assert gc.get_freeze_count() == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", f"one{suffix}", f"two{suffix}"]
+
+
+def test_start_method_is_checked(tmp_path: Path) -> None:
+    from turnkit.batch import _engine
+
+    source = _write_jsonl(tmp_path / "in.jsonl", _good_rows(3))
+    with pytest.raises(TurnkitError, match="start_method"):
+        tbatch.render(source, tmp_path / "out.jsonl", template=TEMPLATE, workers=2, start_method="thread")  # type: ignore[arg-type]
+
+    class Local(tbatch.Parser):  # a class defined in a function: spawn cannot pickle it
+        pass
+
+    with pytest.raises(TurnkitError, match="cannot be pickled"):
+        tbatch.run(Local("hermes"), source, tmp_path / "out.jsonl", workers=2, start_method="spawn")
+    assert _engine._start_method() == ("spawn" if sys.platform == "darwin" else "fork")
+
+
+def test_a_resumed_parquet_run_killed_before_its_new_file_was_closed_loses_nothing(tmp_path: Path) -> None:
+    """Resuming parquet output moves the finished rows to ``out.parquet.resume`` and copies them into a new file;
+    killed in between (a new file without its footer), the next resume puts the finished rows back."""
+    source = _write_jsonl(tmp_path / "in.jsonl", _good_rows(30))
+    output = tmp_path / "out.parquet"
+    worker = tbatch.Renderer(template=TEMPLATE)
+
+    def stop(done: int) -> None:
+        if done >= 10:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        tbatch.run(worker, source, output, batch_size=10, on_batch=stop)
+    finished = output.read_bytes()
+    os.replace(output, tmp_path / "out.parquet.resume")
+    output.write_bytes(finished[: len(finished) // 2])  # the kill: rows copied, no footer
+    summary = tbatch.run(worker, source, output, batch_size=10, resume=True)
+    assert (summary.skipped, summary.rows) == (10, 20)
+    assert [int(row["id"]) for row in _read(output)] == list(range(30))
+    # killed after the new file was closed but before the old rows' copy was removed: the new file counts
+    (tmp_path / "out.parquet.resume").write_bytes(finished)
+    assert tbatch.run(worker, source, output, batch_size=10, resume=True).skipped == 30
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.parquet"]

@@ -28,7 +28,7 @@ if typing.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-    from turnkit.batch._engine import Engine
+    from turnkit.batch._engine import Engine, StartMethod
     from turnkit.batch._rows import GenerationPrompt
 
 __all__ = [
@@ -63,6 +63,7 @@ def render(
     batch_size: int = 256,
     resume: bool = False,
     progress: bool = False,
+    start_method: StartMethod | None = None,
 ) -> Summary:
     """Render every row of ``input`` (a ``messages`` column, optional per-row ``tools``) into ``output``."""
     _args.expect_path(input, name="input", func="render")
@@ -77,9 +78,7 @@ def render(
         documents_column=documents_column,
         add_generation_prompt=add_generation_prompt,
     )
-    return run(
-        worker, input, output, workers=workers, engine=engine, batch_size=batch_size, resume=resume, progress=progress
-    )
+    return run(worker, input, output, **_run_options(locals()))
 
 
 def parse(
@@ -93,14 +92,21 @@ def parse(
     batch_size: int = 256,
     resume: bool = False,
     progress: bool = False,
+    start_method: StartMethod | None = None,
 ) -> Summary:
     """Parse every row's raw model output (``generated_text``) into a ``message`` (OpenAI wire form)."""
     _args.expect_path(input, name="input", func="parse")
     _args.expect_path(output, name="output", func="parse")
     worker = Parser(format, text_column=text_column)
-    return run(
-        worker, input, output, workers=workers, engine=engine, batch_size=batch_size, resume=resume, progress=progress
-    )
+    return run(worker, input, output, **_run_options(locals()))
+
+
+_RUN_OPTIONS = ("workers", "engine", "batch_size", "resume", "progress", "start_method")
+
+
+def _run_options(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The options :func:`render` and :func:`parse` pass on to :func:`run` unchanged, from their arguments."""
+    return {name: arguments[name] for name in _RUN_OPTIONS}
 
 
 def renderer(

@@ -7,15 +7,18 @@ and streams the results back in order into the same sink.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import multiprocessing
 import os
-import shutil
-import tempfile
+import pickle
+import signal
+import sys
+import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -32,6 +35,7 @@ from turnkit.batch._io import (
     open_source,
     write_part,
 )
+from turnkit.batch._parts import parts_folder, release_inherited_locks, remove_stale
 from turnkit.errors import TurnkitError
 
 __all__ = ["Summary", "run"]
@@ -89,6 +93,10 @@ _WORKER: Any = None
 
 def _init_worker(worker: Worker) -> None:
     global _WORKER
+    # Ctrl-C reaches the whole process group: the main process stops the run (and terminates the workers), so a
+    # worker ignores it instead of printing a traceback of its own (or dying with a pool lock held)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    release_inherited_locks()
     # one process per core: tokenizers' own thread pool in every worker would oversubscribe the cores
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     os.environ["RAYON_NUM_THREADS"] = "1"
@@ -103,44 +111,85 @@ _SHARD = 64
 """Rows per task with several local workers (JSON lines input): small tasks keep the workers evenly busy to the
 end of the file (the last task is all that one worker may wait for), and cost a file each."""
 
+StartMethod = Literal["fork", "forkserver", "spawn"]
+
+
+def _start_method(requested: str | None = None) -> str:
+    """The start method of local worker processes: ``requested``, else fork where the platform has it (workers
+    inherit the compiled template and loaded tokenizer instead of each building their own), except on macOS,
+    whose system libraries are not fork-safe (its default, spawn, there)."""
+    methods = multiprocessing.get_all_start_methods()
+    if requested is None:
+        return "fork" if "fork" in methods and sys.platform != "darwin" else methods[0]
+    if requested not in methods:
+        raise TurnkitError(
+            f"start_method {requested!r} is not available here (available: {', '.join(methods)})", code="batch_usage"
+        )
+    return requested
+
 
 def _local_results(
-    worker: Worker, source: Source, kind: str, workers: int, batch_size: int, skip: int, output: str
-) -> Iterator[_Done]:
+    worker: Worker, source: Source, kind: str, workers: int, batch_size: int, skip: int, output: str, method: str
+) -> Generator[_Done, None, None]:
     if workers <= 1:
         for chunk in source.chunks(batch_size, skip=skip):
             yield _process(worker, chunk, kind)
         return
+    forked = method == "fork"
     chat_template = getattr(worker, "chat_template", None)
-    if callable(chat_template):
+    if forked and callable(chat_template):
         chat_template()  # compiled once here: forked workers inherit it instead of each building their own
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    if not forked:
+        try:
+            pickle.dumps(worker)
+        except Exception as exc:  # noqa: BLE001 - pickle raises PicklingError, AttributeError, TypeError...
+            raise TurnkitError(
+                f"start_method {method!r} sends the worker to each process, and it cannot be pickled: {exc}",
+                code="batch_usage",
+            ) from exc
     context = multiprocessing.get_context(method)
     size = min(batch_size, _SHARD) if source.kind == "jsonl" else batch_size
     # Workers read their own rows (byte ranges of a JSON-lines file; parquet record batches are sent to them)
     # and write JSON-lines output to part files of their own: the main process only finds line ends and copies
     # the parts into the output in order, so it is never the bottleneck and nothing big goes through a pipe.
-    parts = tempfile.mkdtemp(prefix=".turnkit-parts-", dir=os.path.dirname(os.path.abspath(output)))
-    # The workers' garbage collector would touch every object they inherit and copy the pages holding them (a
-    # process with transformers loaded: ~45% more worker CPU); frozen objects are left alone.
-    gc.freeze()
-    try:
-        with context.Pool(workers, initializer=_init_worker, initargs=(worker,)) as pool:
-            pending: deque[Any] = deque()
-            ahead = (4 if size < batch_size else 2) * workers  # small tasks: more queued, so no worker waits
-            for number, chunk in enumerate(source.chunks(size, skip=skip, ranges=True)):
-                part = os.path.join(parts, f"{number}.jsonl") if kind == "jsonl" else None
-                pending.append(pool.apply_async(_work, (chunk, kind, part)))
-                if len(pending) >= ahead:
+    with parts_folder(output) as parts:
+        # The workers' garbage collector would touch every object they inherit and copy the pages holding them (a
+        # process with transformers loaded: ~45% more worker CPU); frozen objects are left alone.
+        if forked:
+            gc.freeze()
+        try:
+            with _ignoring_sigint():  # the workers start with Ctrl-C ignored (see _init_worker)
+                pool = context.Pool(workers, initializer=_init_worker, initargs=(worker,))
+            with pool:
+                pending: deque[Any] = deque()
+                ahead = (4 if size < batch_size else 2) * workers  # small tasks: more queued, so no worker waits
+                for number, chunk in enumerate(source.chunks(size, skip=skip, ranges=True)):
+                    part = os.path.join(parts, f"{number}.jsonl") if kind == "jsonl" else None
+                    pending.append(pool.apply_async(_work, (chunk, kind, part)))
+                    if len(pending) >= ahead:
+                        yield pending.popleft().get()
+                while pending:
                     yield pending.popleft().get()
-            while pending:
-                yield pending.popleft().get()
+        finally:
+            if forked:
+                gc.unfreeze()
+
+
+@contextlib.contextmanager
+def _ignoring_sigint() -> Iterator[None]:
+    """SIGINT ignored while worker processes start (they inherit it, spawned ones too); only the main thread
+    can set signal handlers, so elsewhere this does nothing (the workers' initializer still ignores it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
     finally:
-        gc.unfreeze()
-        shutil.rmtree(parts, ignore_errors=True)
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
-def _ray_results(worker: Worker, path: str, kind: str, workers: int, batch_size: int) -> Iterator[_Done]:
+def _ray_results(worker: Worker, path: str, kind: str, workers: int, batch_size: int) -> Generator[_Done, None, None]:
     require("ray.data", "ray", purpose="--engine ray")
     import numpy
     import ray
@@ -209,11 +258,14 @@ def run(
     resume: bool = False,
     progress: bool = False,
     on_batch: Callable[[int], None] | None = None,
+    start_method: StartMethod | None = None,
 ) -> Summary:
     """Run ``worker`` over every row of ``input`` into ``output`` and return a :class:`Summary`.
 
     The input is checked before the output is touched. ``resume`` keeps the complete rows already in
     ``output`` and carries on after them (the rows before are neither read by the workers nor processed).
+    ``start_method`` (``"fork"``, ``"forkserver"``, ``"spawn"``) starts the local worker processes; by default
+    fork, except on macOS (spawn). Other than fork, the worker is pickled to each process.
     """
     if not callable(getattr(worker, "rows", None)):
         expect(worker, (), name="worker", func="run", accepts="a Renderer or a Parser (an object with .rows())")
@@ -225,6 +277,9 @@ def run(
     expect(resume, bool, name="resume", func="run")
     expect(progress, bool, name="progress", func="run")
     expect_callable(on_batch, name="on_batch", func="run", none=True)
+    if start_method is not None:
+        expect_choice(start_method, ("fork", "forkserver", "spawn"), name="start_method", func="run")
+    method = _start_method(start_method) if engine == "local" and workers > 1 else ""
     if engine not in ("local", "ray"):
         raise TurnkitError(f"engine must be 'local' or 'ray', got {engine!r}", code="batch_usage")
     if workers < 1 or batch_size < 1:
@@ -233,6 +288,7 @@ def run(
     source = open_source(input)
     if os.path.abspath(os.fspath(input)) == os.path.abspath(os.fspath(output)):
         raise TurnkitError("the output would overwrite the input: choose another output path", code="batch_usage")
+    remove_stale(os.fspath(output))  # what killed runs on this output left (never a live run's)
     skip = complete_rows(output) if resume else 0
     summary = Summary(skipped=skip)
     started = time.perf_counter()
@@ -240,6 +296,7 @@ def run(
     declared = _declared_columns(worker, source.columns)
     sink = open_sink(output, append=resume and skip > 0, declared=declared)
     tail: str | None = None
+    results: Generator[_Done, None, None] | None = None
     try:
         if engine == "ray":
             path = source.path
@@ -250,7 +307,7 @@ def run(
                 path = tail
             results = _ray_results(worker, path, kind, workers, batch_size)
         else:
-            results = _local_results(worker, source, kind, workers, batch_size, skip, os.fspath(output))
+            results = _local_results(worker, source, kind, workers, batch_size, skip, os.fspath(output), method)
         for done in results:
             errors = dict(done.errors)
             added = sink.write_encoded(done.payload, done.count)
@@ -266,6 +323,8 @@ def run(
             if on_batch is not None:
                 on_batch(summary.rows)
     finally:
+        if results is not None:
+            results.close()  # now, not when the traceback is gone: stops the workers and removes the part files
         sink.close()
         if tail is not None and os.path.exists(tail):
             os.remove(tail)

@@ -280,10 +280,12 @@ def _json_row(line: str, number: int) -> dict[str, Any]:
 def complete_rows(path: str | os.PathLike[str]) -> int:
     """Rows already written to an output (for resume): whole lines only; a cut last line is removed."""
     path = os.fspath(path)
+    if file_kind(path) == "parquet":
+        pq = _pyarrow_parquet()
+        _recover_parquet(path, pq)
     if not os.path.exists(path):
         return 0
     if file_kind(path) == "parquet":
-        pq = _pyarrow_parquet()
         try:
             return int(pq.ParquetFile(path).metadata.num_rows)
         except Exception as exc:  # noqa: BLE001
@@ -302,6 +304,23 @@ def complete_rows(path: str | os.PathLike[str]) -> int:
         with open(path, "r+b") as handle:
             handle.truncate(good)
     return count
+
+
+def _recover_parquet(path: str, pq: Any) -> None:
+    """A resumed parquet run moves the finished rows to ``<output>.resume`` and copies them into a new file (see
+    :class:`Sink`); killed before that file was complete, the finished rows are put back."""
+    previous = path + _PREVIOUS
+    if not os.path.exists(previous):
+        return
+    try:
+        pq.ParquetFile(path)
+    except Exception:  # noqa: BLE001 - missing, or no footer: the kill came before the new file was closed
+        os.replace(previous, path)
+    else:  # the new file was closed: only the removal of the old rows' copy was left to do
+        os.remove(previous)
+
+
+_PREVIOUS = ".resume"
 
 
 class Sink:
@@ -327,7 +346,7 @@ class Sink:
             self._pq = _pyarrow_parquet()
             if append and os.path.exists(self.path):
                 # parquet cannot be appended to: carry the finished rows over into the new file
-                self._previous = self.path + ".resume"
+                self._previous = self.path + _PREVIOUS
                 os.replace(self.path, self._previous)
             self._handle: Any = None
         else:

@@ -63,6 +63,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=["local", "ray"], default="local", help="local processes or Ray Data")
     parser.add_argument("--batch-size", type=int, default=256, metavar="N", help="rows per batch")
     parser.add_argument("--resume", action="store_true", help="keep the output's complete rows and carry on")
+    parser.add_argument(
+        "--start-method",
+        choices=["fork", "forkserver", "spawn"],
+        help="how --workers processes start (default: fork, spawn on macOS)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -96,8 +101,9 @@ def run_render(args: argparse.Namespace) -> int:
 
 def _run(worker: batch.Renderer | batch.Parser, args: argparse.Namespace) -> int:
     """Run ``worker`` over the input with the options both subcommands share, and print the summary."""
-    return _report(
-        batch.run(
+    written = [0]
+    try:
+        summary = batch.run(
             worker,
             args.input,
             args.output,
@@ -106,8 +112,17 @@ def _run(worker: batch.Renderer | batch.Parser, args: argparse.Namespace) -> int
             batch_size=args.batch_size,
             resume=args.resume,
             progress=not args.no_progress,
+            on_batch=lambda rows: written.__setitem__(0, rows),
+            start_method=args.start_method,
         )
-    )
+    except KeyboardInterrupt:
+        print(
+            f"turnkit batch: interrupted; {written[0]} rows written by this run, the output holds complete rows "
+            "only (run again with --resume to carry on)",
+            file=sys.stderr,
+        )
+        return 130
+    return _report(summary)
 
 
 def run_parse(args: argparse.Namespace) -> int:

@@ -1,0 +1,154 @@
+"""A multi-worker ``turnkit batch`` killed or interrupted mid-run: complete rows only, ``--resume`` finishes the
+output exactly, nothing left behind. Real subprocesses, real signals to their process group."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from tests.clirun import run_cli, start_cli
+from turnkit import batch as tbatch
+from turnkit.batch import _parts
+
+pytestmark = [
+    pytest.mark.timeout(60),
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and process groups"),
+]
+
+ROWS = 240
+# ~1 ms a row: long enough for the run to be stopped in its middle, short enough for a fast test
+SLOW = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{% for i in range(4000) %}{% if i == 0 %}{{ m.content }}"
+    "{% endif %}{% endfor %}<|im_end|>\n{% endfor %}"
+)
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> dict[str, Path]:
+    rows = [{"id": i, "messages": [{"role": "user", "content": f"question {i}"}]} for i in range(ROWS)]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    template = tmp_path / "slow.jinja"
+    template.write_text(SLOW, encoding="utf-8")
+    expected = tmp_path / "expected.jsonl"
+    tbatch.render(source, expected, template=template)
+    return {"input": source, "template": template, "expected": expected, "output": tmp_path / "out" / "out.jsonl"}
+
+
+def _args(job: dict[str, Path], *extra: str) -> list[str]:
+    return [
+        "batch",
+        "render",
+        "--template",
+        str(job["template"]),
+        "--input",
+        str(job["input"]),
+        "--output",
+        str(job["output"]),
+        "--workers",
+        "2",
+        "--batch-size",
+        "4",
+        "--no-progress",
+        *extra,
+    ]
+
+
+def _stop_mid_run(job: dict[str, Path], sig: int, *extra: str) -> tuple[int, str]:
+    """Start the run in a process group of its own; once a first batch is in the output, send ``sig`` to the
+    whole group (as a terminal's Ctrl-C does, or a kill of the job)."""
+    output = job["output"]
+    output.parent.mkdir()
+    process = start_cli(*_args(job, *extra), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (output.exists() and b"\n" in output.read_bytes()) and process.poll() is None:
+            assert time.monotonic() < deadline, "no output row after 30 s"
+            time.sleep(0.002)
+        os.killpg(process.pid, sig)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return process.returncode, err
+
+
+def _parts_left(job: dict[str, Path]) -> list[str]:
+    return sorted(p.name for p in job["output"].parent.iterdir() if p.name.startswith(".turnkit-parts-"))
+
+
+@pytest.mark.parametrize("rerun", ["--resume", "overwrite"])
+def test_a_killed_run_is_resumed_exactly_and_its_part_files_are_removed(job: dict[str, Path], rerun: str) -> None:
+    code, err = _stop_mid_run(job, signal.SIGKILL)
+    assert code == -signal.SIGKILL, err
+    complete = job["output"].read_bytes().count(b"\n")
+    assert complete < ROWS  # stopped mid-run (a torn last line is possible: a kill is a kill)
+    assert _parts_left(job), "the killed run's part folder should still be there"
+    if rerun == "--resume":
+        result = run_cli(*_args(job, "--resume"))
+        assert result.returncode == 0 and f"{complete} rows skipped" in result.stderr, result.stderr
+    else:
+        tbatch.render(job["input"], job["output"], template=job["template"], workers=2, batch_size=4)
+    assert job["output"].read_bytes() == job["expected"].read_bytes()  # every row once, in order, none torn
+    assert _parts_left(job) == []
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_ctrl_c_leaves_complete_rows_one_message_and_resume_finishes(job: dict[str, Path], method: str) -> None:
+    code, err = _stop_mid_run(job, signal.SIGINT, "--start-method", method)
+    assert code == 130, err
+    assert err.count("\n") == 1 and "turnkit batch: interrupted" in err and "--resume" in err, err
+    written = job["output"].read_text(encoding="utf-8")
+    assert written.endswith("\n") and 0 < written.count("\n") < ROWS
+    expected = job["expected"].read_text(encoding="utf-8")
+    assert expected.startswith(written)  # whole rows, in order
+    assert _parts_left(job) == []
+    summary = tbatch.render(job["input"], job["output"], template=job["template"], workers=2, batch_size=4, resume=True)
+    assert summary.skipped == written.count("\n") and summary.skipped + summary.rows == ROWS
+    assert job["output"].read_text(encoding="utf-8") == expected
+
+
+def test_only_the_part_folders_of_dead_runs_on_this_output_are_removed(tmp_path: Path) -> None:
+    output = str(tmp_path / "out.jsonl")
+    dead = tmp_path / ".turnkit-parts-out.jsonl.dead1234"
+    dead.mkdir()
+    (dead / "3.jsonl").write_text("{}\n", encoding="utf-8")
+    (dead / ".lock").touch()  # its run's lock died with it
+    born = tmp_path / ".turnkit-parts-out.jsonl.born1234"
+    born.mkdir()  # killed before it made its lock
+    other = tmp_path / ".turnkit-parts-other.jsonl.dead5678"
+    other.mkdir()
+    with _parts.parts_folder(output) as live:
+        assert Path(live).name.startswith(".turnkit-parts-out.jsonl.")
+        removed = _parts.remove_stale(output)
+        assert sorted(removed) == sorted([str(dead), str(born)])
+        assert os.path.isdir(live) and other.is_dir() and not dead.exists() and not born.exists()
+        # a forked worker closes its copy of the lock: the lock lives as long as the main process's
+        held = set(_parts._HELD)
+        assert held
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: fork with threads about
+            child = os.fork()
+        if child == 0:  # pragma: no cover - the child
+            _parts.release_inherited_locks()
+            os._exit(0 if all(_closed(fd) for fd in held) else 1)
+        assert os.waitpid(child, 0)[1] == 0
+        assert _parts.remove_stale(output) == [] and os.path.isdir(live)
+    assert not os.path.exists(live)
+    assert _parts.remove_stale(output) == [] and other.is_dir()
+
+
+def _closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
