@@ -28,8 +28,14 @@ def run_cli(*args: str, stdin: str | None = None, timeout: float = 120) -> subpr
     )
 
 
+def signalled_cli(*args: str, sigint: str = "default_int_handler") -> list[str]:
+    """The command line of a CLI run that a test signals: SIGINT as a terminal's foreground job has it
+    (``KeyboardInterrupt``), or ``sigint="SIG_IGN"``, whatever this process inherited (a test suite started
+    by a shell's ``cmd &`` has SIGINT ignored, and its children with it)."""
+    code = f"import signal, sys; signal.signal(signal.SIGINT, signal.{sigint}); from turnkit.cli import main; "
+    return [sys.executable, "-c", code + "sys.exit(main(sys.argv[1:]))", *args]
+
+
 def start_cli(*args: str, **popen: Any) -> subprocess.Popen[str]:
     """Start the command without waiting (standard error piped): for tests that signal it mid-run."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "turnkit.cli", *args], stderr=subprocess.PIPE, text=True, env=cli_env(), **popen
-    )
+    return subprocess.Popen(signalled_cli(*args), stderr=subprocess.PIPE, text=True, env=cli_env(), **popen)

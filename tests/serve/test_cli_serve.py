@@ -16,7 +16,7 @@ import httpx
 import openai
 import pytest
 
-from tests.clirun import run_cli
+from tests.clirun import run_cli, signalled_cli
 from tests.corpora import REPO_ROOT
 
 pytestmark = pytest.mark.timeout(90)
@@ -28,13 +28,12 @@ class ServeProcess:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT / "src"), env.get("PYTHONPATH")]))
         env.pop("TURNKIT_API_KEY", None)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "turnkit.cli", "serve", "--port", "0", *args],
+            # `ignore_sigint`: what a shell's `turnkit serve &` does, the server inherits SIGINT ignored
+            signalled_cli("serve", "--port", "0", *args, sigint="SIG_IGN" if ignore_sigint else "default_int_handler"),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=env,
-            # what a shell's `turnkit serve &` does: the server inherits SIGINT ignored
-            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None,
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # bounded by the test timeout
