@@ -19,7 +19,7 @@ from typing import Any
 from turnkit.errors import LimitExceededError, UsageError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.messages import AssistantMessage
-from turnkit.parse._bodies import REJECT, Body, ToolTypes, make_body
+from turnkit.parse._bodies import REJECT, Body, Fed, ToolTypes, make_body
 from turnkit.parse._emit import CONTENT, REASONING, Delta, Emitter
 from turnkit.parse._json_scan import JsonDepthGauge
 from turnkit.parse._markers import MarkerScanner, MarkerSet
@@ -274,17 +274,15 @@ class StreamParser:
         return self._full(text)
 
     def _full(self, text: str) -> list[Delta]:
-        """The full path for a checked and counted chunk (also one the armed step declined: armed, no prefix is
-        pending and no region is held)."""
+        """The full path for a checked and counted chunk (also one the armed step declined, or one on which the
+        armed body step saw its body end: armed, no prefix is pending and no region is held)."""
         fast, self._fast = self._fast, None
         try:
             if fast is not None and self._mode is _BODY:
-                # Declined inside a body: the decoder reads the chunk; if it goes on, the same step stays armed.
-                text = self._body_feed(text)
+                # The armed body step took the chunk and the body ended on it: the region ends, the rest is read on.
                 region = self._region
-                if not text and self._mode is _BODY and region is not None and region.body is not None:
-                    self._arm_body(region, region.body)
-                    return self._out.take()
+                assert region is not None and region.body is not None
+                text = self._body_ended(region, region.body.end, region.replay)
             self._run(text)
             deltas = self._out.take()
             self._arm()
@@ -299,8 +297,8 @@ class StreamParser:
         the full path. Armed only when no delta is pending and no region is held back (``whole_calls``); any
         ``feed`` that takes the full path chooses again.
 
-        Inside a body it is the decoder's own fast step (while the body may still reject the region, wrapped to
-        keep the replay of the region's text); in content, reasoning or after a body,
+        Inside a body it is the decoder's own step, which takes every chunk (while the body may still reject the
+        region, wrapped to keep the replay of the region's text); in content, reasoning or after a body,
         a chunk in which no marker completes; elsewhere, more of a marker's beginning."""
         out = self._out
         if out.holding or out.deltas or self._prefix_pending:
@@ -329,15 +327,14 @@ class StreamParser:
         self._fast = body.fast if replay is None else self._fast_replaying
 
     def _fast_replaying(self, text: str) -> list[Delta] | None:
-        """Armed in a body that may still reject its region: the body's fast step, the text kept for the replay
-        (as _body_feed keeps it)."""
+        """Armed in a body that may still reject its region: the body's step, the text kept for the replay (as
+        _body_feed keeps it)."""
         region = self._region
         assert region is not None and region.body is not None and region.replay is not None
+        region.replay.append(text)
         deltas = region.body.fast(text)
-        if deltas is not None:
-            region.replay.append(text)
-            if deltas:
-                self._arm_body(region, region.body)
+        if deltas:
+            self._arm_body(region, region.body)
         return deltas
 
     def _fast_held(self, text: str) -> list[Delta] | None:
@@ -661,6 +658,12 @@ class StreamParser:
         rest = body.feed(text)
         if rest is None:
             return ""
+        return self._body_ended(region, rest, replay)
+
+    def _body_ended(self, region: _Region, rest: Fed, replay: list[str] | None) -> str:
+        """The region's body ended (``rest``: what its ``feed`` returned): leave the region, or give its text back
+        as content if the body rejected it; returns the text after the body."""
+        assert rest is not None
         region.body = None
         if rest is REJECT:
             # Not a tool call after all: the region's text is content (the marker is not re-scanned).

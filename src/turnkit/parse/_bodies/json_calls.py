@@ -338,13 +338,14 @@ class JsonCallsBody(Body):
 
     # -- member values -------------------------------------------------------------------------------
     def fast(self, text: str) -> list[Delta] | None:
-        """Chunks inside a member's key or value that do not end it (see :meth:`Body.fast`)."""
+        """Chunks inside a member's key or value that do not end it in one step; any other through ``fed`` (see
+        :meth:`Body.fast`)."""
         scanner = self.scanner
         if self.state is not _VALUE or scanner is None:  # (a delegating body stays in START)
             return self._fast_edge(text)
         if scanner.escape or not scanner.in_string or '"' in text or "\\" in text:  # (else: more string text)
             if scanner.scalar or not scanner.skim(text):
-                return None
+                return self.fed(text)
         sink = self.sink
         if sink is not None:  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
             sink.append(text)
@@ -354,32 +355,19 @@ class JsonCallsBody(Body):
         return []
 
     def _fast_edge(self, text: str) -> list[Delta] | None:
-        """Fast chunks where a member value has not begun: more of a key, or a value's first chunk."""
-        state = self.state
-        if state is _VALUE:
-            return None if self.role is _ENVELOPE else self._fast_value_start(text)
+        """Chunks where a member value has not begun: more of a key in one step, anything else through ``fed``."""
         scanner = self.scanner
-        if state is _KEY and scanner is not None:
+        if self.state is _KEY and scanner is not None:
             # Inside the key string: without a quote or backslash the chunk is only more key text (as _key).
-            if scanner.escape or '"' in text or "\\" in text or len(self.key_raw) + len(text) > MAX_NAME:
-                return None
-            self.key_raw += text
-            return []
-        return None
-
-    def _fast_value_start(self, text: str) -> list[Delta] | None:
-        """A chunk that begins a member's value without ending it (a string with no quote or backslash after its
-        opening quote, an object or array with no closing bracket): fed as usual, the deltas taken at once."""
-        head = text.lstrip(WS)
-        if head:
-            first, rest = head[0], head[1:]
-            if first == '"':
-                if '"' in rest or "\\" in rest:
-                    return None
-            elif first != "{" and first != "[" or "}" in rest or "]" in rest:
-                return None
-        self.feed(text)
-        return self.out.take()
+            if (
+                not scanner.escape
+                and '"' not in text
+                and "\\" not in text
+                and len(self.key_raw) + len(text) <= MAX_NAME
+            ):
+                self.key_raw += text
+                return []
+        return self.fed(text)
 
     def _value(self, text: str, pos: int) -> int | _End:
         end = len(text)
