@@ -69,6 +69,10 @@ class _Action(enum.Enum):
     """Header text that opens a header only at the very start of the output (``to=``)."""
 
 
+_Scanned = Callable[[str, str | None, str], str]
+"""A mode's handler of one scan result (released text, the marker found or ``None``, the text after it): returns
+the text left for the machine."""
+
 _MAX_HEADER = 4096
 """Longest harmony header kept; a longer one ends the output as cut off."""
 
@@ -341,26 +345,29 @@ class StreamParser:
         """Armed inside a marker's beginning: still only its beginning, every mode waits."""
         return [] if self._scanner.hold_more(text) else None
 
-    def _released(self, text: str) -> str | None:
-        """The scan of a chunk in which no marker completes: the text it releases (a marker's possible beginning
-        is held); ``None``, with the scanner as it was, when a marker completes (the full path takes it)."""
+    def _released(self, text: str, scanned: _Scanned) -> str | list[Delta]:
+        """The scan of a chunk in content, reasoning or after a body: the text it releases when no marker completes
+        (a marker's possible beginning is held); else the chunk's deltas, the machine run on from the scan
+        (``scanned``: the mode's handler of a scan result), as _full would, without scanning the chunk again."""
         scanner = self._scanner
-        held = scanner.held
-        if held and scanner.markers.plain_prefixes and scanner.hold_more(text):
+        if scanner.held and scanner.markers.plain_prefixes and scanner.hold_more(text):
             return ""
-        before, marker, _rest = scanner.scan(text)
+        before, marker, rest = scanner.scan(text)
         if marker is None:
             return before
-        scanner.held = held
-        return None
+        self._fast = None
+        self._run(scanned(before, marker, rest))
+        deltas = self._out.take()
+        self._arm()
+        return deltas
 
     def _fast_after(self, text: str) -> list[Delta] | None:
         """Armed after a body that ended before its region's close marker: whitespace is kept for what follows
-        (as _after_body does); text or a marker takes the full path."""
+        (as _after_scanned does); a marker runs the machine; other text takes the full path."""
         held = self._scanner.held
-        released = self._released(text)
-        if released is None:
-            return None
+        released = self._released(text, self._after_scanned)
+        if isinstance(released, list):
+            return released
         if released.strip():
             self._scanner.held = held
             return None
@@ -370,20 +377,24 @@ class StreamParser:
     def _fast_content(self, text: str) -> list[Delta] | None:
         """Armed in content: a chunk in which no marker completes is content (as _run would find)."""
         if self._scanner.held or self._fast_loud(text) is not None:
-            released = self._released(text)
+            released = self._released(text, self._content_scanned)
+            if isinstance(released, list):
+                return released
             if not released:
-                return None if released is None else []
+                return []
             text = released
         if self._at_start and text.strip():
             self._at_start = False
         return self._out.text_now(CONTENT, text)
 
     def _fast_reasoning(self, text: str) -> list[Delta] | None:
-        """Armed in reasoning: a chunk in which no marker completes is reasoning (as _in_reasoning would find)."""
+        """Armed in reasoning: a chunk in which no marker completes is reasoning (as _reasoning_scanned would find)."""
         if self._scanner.held or self._fast_loud(text) is not None:
-            released = self._released(text)
+            released = self._released(text, self._reasoning_scanned)
+            if isinstance(released, list):
+                return released
             if not released:
-                return None if released is None else []
+                return []
             text = released
         if self._reasoning_fresh and text.strip():
             self._reasoning_fresh = False
@@ -495,20 +506,15 @@ class StreamParser:
         while text:
             mode = self._mode
             if mode is _CONTENT:
-                before, marker, text = self._scanner.scan(text, self._final)
-                if before:
-                    self._content(before)
-                if marker is None:
-                    return
-                text = self._content_marker(marker, text)
+                text = self._content_scanned(*self._scanner.scan(text, self._final))
             elif mode is _BODY:
                 text = self._body_feed(text)
             elif mode is _REASONING:
-                text = self._in_reasoning(text)
+                text = self._reasoning_scanned(*self._scanner.scan(text, self._final))
             elif mode is _SECTION:
                 text = self._in_section(text)
             elif mode is _AFTER:
-                text = self._after_body(text)
+                text = self._after_scanned(*self._scanner.scan(text, self._final))
             elif mode is _HEADER:
                 text = self._in_header(text)
             elif mode is _H_TEXT or mode is _H_ARGS:
@@ -516,8 +522,16 @@ class StreamParser:
             else:
                 return
 
-    def _in_reasoning(self, text: str) -> str:
-        before, marker, text = self._scanner.scan(text, self._final)
+    def _content_scanned(self, before: str, marker: str | None, text: str) -> str:
+        """Content: what the scan released is content text; a marker acts."""
+        if before:
+            self._content(before)
+        if marker is None:
+            return ""
+        return self._content_marker(marker, text)
+
+    def _reasoning_scanned(self, before: str, marker: str | None, text: str) -> str:
+        """Reasoning: what the scan released is reasoning text; a marker ends, reopens or interrupts the block."""
         reasoning = self._reasoning
         assert reasoning is not None
         if before:
@@ -567,12 +581,11 @@ class StreamParser:
         call_region = next(c for c in section.calls if c.open == marker)
         return self._enter_body(call_region, marker, text)
 
-    def _after_body(self, text: str) -> str:
+    def _after_scanned(self, before: str, marker: str | None, text: str) -> str:
         """After a body that ended before its region's close marker: the close marker, or another call.
 
         Text there (``[f()] note<|tool_call_end|>``) is content, the whitespace before it kept whatever the
         chunking; the region's close marker, if it still comes, is framing and is dropped."""
-        before, marker, text = self._scanner.scan(text, self._final)
         region = self._region
         assert region is not None
         if before.strip():
