@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import re
 
 from turnkit.parse._bodies.base import MAX_NAME, REJECT, WS, Body, Fed, ToolTypes, after_fence, check_depth
 from turnkit.parse._bodies.json_args import JsonArgsBody
@@ -82,6 +83,13 @@ class _Role(enum.Enum):
 
 
 _NAME, _ARGS, _ID, _CONTENT, _ENVELOPE, _SKIP = _Role
+
+_KEY_START = re.compile(r'[ \t\r\n,]*("[^"\\]*)\Z')
+"""In an object before a member: a chunk that only begins the next key (its opening quote and plain text)."""
+_NEXT_KEY_START = re.compile(r'[ \t\r\n]*,[ \t\r\n,]*("[^"\\]*)\Z')
+"""After a member's value: the same after the comma."""
+_KEY_END = re.compile(r'([^"\\]*")[ \t\r\n]*(:[ \t\r\n]*)?\Z')
+"""Inside a key: a chunk that ends it (plain text, the closing quote), perhaps with the colon, no value yet."""
 
 _MAX_FENCE_LINE = 64
 _MAX_WRAP_TAG = 32
@@ -307,6 +315,11 @@ class JsonCallsBody(Body):
                 return _End(self._give_up(""))
             return _End(None)
         self.key_raw += text[pos : pos + stop]
+        self._key_done()
+        return pos + stop
+
+    def _key_done(self) -> None:
+        """The key string ended (``key_raw``, quotes included): what its value is to the call."""
         key = plain_string(self.key_raw)
         if key is None:
             try:
@@ -315,7 +328,6 @@ class JsonCallsBody(Body):
                 key = self.key_raw
         self.role = self._role(str(key))
         self.state = _COLON
-        return pos + stop
 
     def _role(self, key: str) -> _Role:
         spec = self.spec
@@ -355,17 +367,32 @@ class JsonCallsBody(Body):
         return []
 
     def _fast_edge(self, text: str) -> list[Delta] | None:
-        """Chunks where a member value has not begun: more of a key in one step, anything else through ``fed``."""
+        """Chunks where a member value has not begun, in one step: more of a key, a key's beginning after ``{`` or
+        ``,``, a key's end with its colon (what feed's walk does with them); anything else through ``fed``."""
+        state = self.state
         scanner = self.scanner
-        if self.state is _KEY and scanner is not None:
-            # Inside the key string: without a quote or backslash the chunk is only more key text (as _key).
-            if (
-                not scanner.escape
-                and '"' not in text
-                and "\\" not in text
-                and len(self.key_raw) + len(text) <= MAX_NAME
-            ):
-                self.key_raw += text
+        if state is _KEY and scanner is not None and not scanner.escape:
+            if '"' not in text and "\\" not in text:
+                if len(self.key_raw) + len(text) <= MAX_NAME:  # only more key text (as _key)
+                    self.key_raw += text
+                    return []
+            else:
+                end = _KEY_END.match(text)
+                if end is not None:
+                    self.key_raw += end.group(1)
+                    scanner.in_string = False
+                    self._key_done()
+                    if end.group(2):
+                        self.state = _VALUE
+                        self.scanner = None
+                    return []
+        elif state is _OBJ or state is _AFTER:
+            start = (_KEY_START if state is _OBJ else _NEXT_KEY_START).match(text)
+            if start is not None and len(start.group(1)) <= MAX_NAME:
+                scanner = self.scanner = JsonValueScanner(max_depth=self.max_depth)
+                scanner.started = scanner.in_string = True
+                self.key_raw = start.group(1)
+                self.state = _KEY
                 return []
         return self.fed(text)
 
