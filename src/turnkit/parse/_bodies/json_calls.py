@@ -144,10 +144,11 @@ class JsonCallsBody(Body):
         self.string_args = False
 
     # -- the walk ------------------------------------------------------------------------------------
-    def feed(self, text: str) -> Fed:
+    def feed(self, text: str, pos: int = 0) -> Fed:
+        """``text`` from ``pos`` on (the default: all of it)."""
         if self.delegate is not None:
-            return self.delegate.feed(text)
-        pos, end = 0, len(text)
+            return self.delegate.feed(text[pos:])
+        end = len(text)
         while pos < end:
             state = self.state
             step: int | _End
@@ -356,8 +357,15 @@ class JsonCallsBody(Body):
         if self.state is not _VALUE or scanner is None:  # (a delegating body stays in START)
             return self._fast_edge(text)
         if scanner.escape or not scanner.in_string or '"' in text or "\\" in text:  # (else: more string text)
-            if scanner.scalar or not scanner.skim(text):
+            if scanner.scalar:
                 return self.fed(text)
+            stop = scanner.skim(text)
+            if stop >= 0:  # the value ends in the chunk: the walk goes on from there (as fed)
+                rest = self.feed(text, self._value_piece(text, 0, stop))
+                if rest is None:
+                    return self.out.take()
+                self.end = rest
+                return None
         sink = self.sink
         if sink is not None:  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
             sink.append(text)
@@ -416,7 +424,12 @@ class JsonCallsBody(Body):
                 if self.started and not self.string_args:  # streamed: the fast path appends to the call at once
                     calls = self.out.calls
                     self.sink, self.sink_index = calls[-1].parts.parts, len(calls) - 1
-        stop = self.scanner.feed(text[pos:])
+        return self._value_piece(text, pos, self.scanner.feed(text[pos:]))
+
+    def _value_piece(self, text: str, pos: int, stop: int) -> int:
+        """The value's text from ``pos``, to ``pos + stop`` where its scanner found its end (``-1``: all)."""
+        end = len(text)
+        role = self.role
         piece = text[pos:] if stop < 0 else text[pos : pos + stop]
         if role is _ARGS and self.started and not self.string_args:
             self.out.args(piece)
