@@ -50,6 +50,15 @@ CASES: list[tuple[str | FormatSpec, str | None, list[dict[str, Any]] | None, str
         f'Hi {ODD}<tool_call>\n{{"name": "f", "arguments": {{"a": "x\\"}}{ODD}", "b": [1, {{"c": "]"}}]}}}}\n'
         '</tool_call>\n<tool_call>{"arguments": {"q": 1}, "name": "g"}</tool_call> bye',
     ),
+    # Member keys taken in one step: spaces around the colon, stray commas, an escaped key, an id member, a key
+    # that is no member the call knows, and an object that is no call (given back as content).
+    (
+        "hermes",
+        None,
+        None,
+        '<tool_call>{ "name" :"f" ,, "id": "c1",\t"na\\u006de": "x", "arguments"\n:\n {"k": [1]} , "zz" : 2 }'
+        '</tool_call><tool_call>{"a": 1, "b" : "c"}</tool_call> end',
+    ),
     # A region that is no call after all (its text is given back as content), then a call.
     ("hermes", None, None, '<tool_call>[see docs] x</tool_call> <tool_call>{"name": "h", "arguments": {}}</tool_call>'),
     # XML parameters: untyped and string-typed values, close markers that close and one that does not.

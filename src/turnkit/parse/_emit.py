@@ -87,7 +87,9 @@ class Emitter:
         "strip",
         "id_pattern",
         "incomplete",
-        "_open_key",
+        "_open",
+        "_open_into",
+        "_open_name",
         "_open_parts",
         "_hold",
         "holding",
@@ -108,8 +110,12 @@ class Emitter:
         self.strip = strip
         self.id_pattern = id_pattern
         self.incomplete = False
-        # The last delta stays "open" while pieces of the same kind follow; joined once in ``_seal``.
-        self._open_key: tuple[str, int] | None = None
+        # The last delta stays "open" while pieces of the same kind follow (text of one field, or arguments of one
+        # call: ``_open`` is the field's name or the call's index); joined once in ``_seal`` into
+        # ``_open_into[_open_name]``.
+        self._open: str | int | None = None
+        self._open_into: dict[str, Any] = {}
+        self._open_name = ""
         self._open_parts: list[str] = []
         # While a region is held: the deltas index it starts at and the state to restore if it is dropped.
         self._hold: tuple[int, int, int, int, dict[str, str], dict[str, bool], bool, int] | None = None
@@ -190,28 +196,20 @@ class Emitter:
 
     def _raw_text(self, field: str, text: str) -> None:
         self._texts[field].parts.append(text)
-        key = (field, -1)
-        if self._open_key == key:
+        if self._open == field:
             self._open_parts.append(text)
             return
         self._seal()
-        self.deltas.append({field: ""})
-        self._open_key = key
-        self._open_parts = [text]
+        delta = {field: ""}
+        self.deltas.append(delta)
+        self._open, self._open_into, self._open_name, self._open_parts = field, delta, field, [text]
 
     def _seal(self) -> None:
         """Join the pieces of the open delta into it."""
-        key = self._open_key
-        if key is None:
+        if self._open is None:
             return
-        joined = "".join(self._open_parts)
-        last = self.deltas[-1]
-        if key[1] < 0:
-            last[key[0]] = joined
-        else:
-            last["tool_calls"][0]["function"]["arguments"] = joined
-        self._open_key = None
-        self._open_parts = []
+        self._open_into[self._open_name] = "".join(self._open_parts)
+        self._open = None
 
     # -- tool calls --------------------------------------------------------------------------------
     def start_call(self, name: str, call_id: str | None = None) -> None:
@@ -233,17 +231,16 @@ class Emitter:
         """Append a fragment of the current call's JSON arguments."""
         if not text:
             return
-        call = self.calls[-1]
-        call.parts.parts.append(text)
-        index = len(self.calls) - 1
-        key = ("args", index)
-        if self._open_key == key:
+        calls = self.calls
+        calls[-1].parts.parts.append(text)
+        index = len(calls) - 1
+        if self._open == index:
             self._open_parts.append(text)
             return
         self._seal()
-        self.deltas.append({"tool_calls": [{"index": index, "function": {"arguments": ""}}]})
-        self._open_key = key
-        self._open_parts = [text]
+        function = {"arguments": ""}
+        self.deltas.append({"tool_calls": [{"index": index, "function": function}]})
+        self._open, self._open_into, self._open_name, self._open_parts = index, function, "arguments", [text]
 
     def args_delta(self, text: str) -> list[Delta]:
         """Hot path: one argument fragment as this feed's only delta (nothing else is pending)."""
@@ -314,7 +311,7 @@ class Emitter:
 
     # -- end ---------------------------------------------------------------------------------------
     def take(self) -> list[Delta]:
-        if self._open_key is not None:
+        if self._open is not None:
             self._seal()
         if self._hold is not None:
             at = self._hold[0]

@@ -19,7 +19,7 @@ from typing import Any
 from turnkit.errors import LimitExceededError, UsageError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.messages import AssistantMessage
-from turnkit.parse._bodies import REJECT, Body, ToolTypes, make_body
+from turnkit.parse._bodies import REJECT, Body, Fed, ToolTypes, make_body
 from turnkit.parse._emit import CONTENT, REASONING, Delta, Emitter
 from turnkit.parse._json_scan import JsonDepthGauge
 from turnkit.parse._markers import MarkerScanner, MarkerSet
@@ -68,6 +68,10 @@ class _Action(enum.Enum):
     HEADER_AT_START = enum.auto()
     """Header text that opens a header only at the very start of the output (``to=``)."""
 
+
+_Scanned = Callable[[str, str | None, str], str]
+"""A mode's handler of one scan result (released text, the marker found or ``None``, the text after it): returns
+the text left for the machine."""
 
 _MAX_HEADER = 4096
 """Longest harmony header kept; a longer one ends the output as cut off."""
@@ -274,17 +278,15 @@ class StreamParser:
         return self._full(text)
 
     def _full(self, text: str) -> list[Delta]:
-        """The full path for a checked and counted chunk (also one the armed step declined: armed, no prefix is
-        pending and no region is held)."""
+        """The full path for a checked and counted chunk (also one the armed step declined, or one on which the
+        armed body step saw its body end: armed, no prefix is pending and no region is held)."""
         fast, self._fast = self._fast, None
         try:
             if fast is not None and self._mode is _BODY:
-                # Declined inside a body: the decoder reads the chunk; if it goes on, the same step stays armed.
-                text = self._body_feed(text)
+                # The armed body step took the chunk and the body ended on it: the region ends, the rest is read on.
                 region = self._region
-                if not text and self._mode is _BODY and region is not None and region.body is not None:
-                    self._arm_body(region, region.body)
-                    return self._out.take()
+                assert region is not None and region.body is not None
+                text = self._body_ended(region, region.body.end, region.replay)
             self._run(text)
             deltas = self._out.take()
             self._arm()
@@ -299,8 +301,8 @@ class StreamParser:
         the full path. Armed only when no delta is pending and no region is held back (``whole_calls``); any
         ``feed`` that takes the full path chooses again.
 
-        Inside a body it is the decoder's own fast step (while the body may still reject the region, wrapped to
-        keep the replay of the region's text); in content, reasoning or after a body,
+        Inside a body it is the decoder's own step, which takes every chunk (while the body may still reject the
+        region, wrapped to keep the replay of the region's text); in content, reasoning or after a body,
         a chunk in which no marker completes; elsewhere, more of a marker's beginning."""
         out = self._out
         if out.holding or out.deltas or self._prefix_pending:
@@ -329,41 +331,43 @@ class StreamParser:
         self._fast = body.fast if replay is None else self._fast_replaying
 
     def _fast_replaying(self, text: str) -> list[Delta] | None:
-        """Armed in a body that may still reject its region: the body's fast step, the text kept for the replay
-        (as _body_feed keeps it)."""
+        """Armed in a body that may still reject its region: the body's step, the text kept for the replay (as
+        _body_feed keeps it)."""
         region = self._region
         assert region is not None and region.body is not None and region.replay is not None
+        region.replay.append(text)
         deltas = region.body.fast(text)
-        if deltas is not None:
-            region.replay.append(text)
-            if deltas:
-                self._arm_body(region, region.body)
+        if deltas:
+            self._arm_body(region, region.body)
         return deltas
 
     def _fast_held(self, text: str) -> list[Delta] | None:
         """Armed inside a marker's beginning: still only its beginning, every mode waits."""
         return [] if self._scanner.hold_more(text) else None
 
-    def _released(self, text: str) -> str | None:
-        """The scan of a chunk in which no marker completes: the text it releases (a marker's possible beginning
-        is held); ``None``, with the scanner as it was, when a marker completes (the full path takes it)."""
+    def _released(self, text: str, scanned: _Scanned) -> str | list[Delta]:
+        """The scan of a chunk in content, reasoning or after a body: the text it releases when no marker completes
+        (a marker's possible beginning is held); else the chunk's deltas, the machine run on from the scan
+        (``scanned``: the mode's handler of a scan result), as _full would, without scanning the chunk again."""
         scanner = self._scanner
-        held = scanner.held
-        if held and scanner.markers.plain_prefixes and scanner.hold_more(text):
+        if scanner.held and scanner.markers.plain_prefixes and scanner.hold_more(text):
             return ""
-        before, marker, _rest = scanner.scan(text)
+        before, marker, rest = scanner.scan(text)
         if marker is None:
             return before
-        scanner.held = held
-        return None
+        self._fast = None
+        self._run(scanned(before, marker, rest))
+        deltas = self._out.take()
+        self._arm()
+        return deltas
 
     def _fast_after(self, text: str) -> list[Delta] | None:
         """Armed after a body that ended before its region's close marker: whitespace is kept for what follows
-        (as _after_body does); text or a marker takes the full path."""
+        (as _after_scanned does); a marker runs the machine; other text takes the full path."""
         held = self._scanner.held
-        released = self._released(text)
-        if released is None:
-            return None
+        released = self._released(text, self._after_scanned)
+        if isinstance(released, list):
+            return released
         if released.strip():
             self._scanner.held = held
             return None
@@ -373,20 +377,24 @@ class StreamParser:
     def _fast_content(self, text: str) -> list[Delta] | None:
         """Armed in content: a chunk in which no marker completes is content (as _run would find)."""
         if self._scanner.held or self._fast_loud(text) is not None:
-            released = self._released(text)
+            released = self._released(text, self._content_scanned)
+            if isinstance(released, list):
+                return released
             if not released:
-                return None if released is None else []
+                return []
             text = released
         if self._at_start and text.strip():
             self._at_start = False
         return self._out.text_now(CONTENT, text)
 
     def _fast_reasoning(self, text: str) -> list[Delta] | None:
-        """Armed in reasoning: a chunk in which no marker completes is reasoning (as _in_reasoning would find)."""
+        """Armed in reasoning: a chunk in which no marker completes is reasoning (as _reasoning_scanned would find)."""
         if self._scanner.held or self._fast_loud(text) is not None:
-            released = self._released(text)
+            released = self._released(text, self._reasoning_scanned)
+            if isinstance(released, list):
+                return released
             if not released:
-                return None if released is None else []
+                return []
             text = released
         if self._reasoning_fresh and text.strip():
             self._reasoning_fresh = False
@@ -498,20 +506,15 @@ class StreamParser:
         while text:
             mode = self._mode
             if mode is _CONTENT:
-                before, marker, text = self._scanner.scan(text, self._final)
-                if before:
-                    self._content(before)
-                if marker is None:
-                    return
-                text = self._content_marker(marker, text)
+                text = self._content_scanned(*self._scanner.scan(text, self._final))
             elif mode is _BODY:
                 text = self._body_feed(text)
             elif mode is _REASONING:
-                text = self._in_reasoning(text)
+                text = self._reasoning_scanned(*self._scanner.scan(text, self._final))
             elif mode is _SECTION:
                 text = self._in_section(text)
             elif mode is _AFTER:
-                text = self._after_body(text)
+                text = self._after_scanned(*self._scanner.scan(text, self._final))
             elif mode is _HEADER:
                 text = self._in_header(text)
             elif mode is _H_TEXT or mode is _H_ARGS:
@@ -519,8 +522,16 @@ class StreamParser:
             else:
                 return
 
-    def _in_reasoning(self, text: str) -> str:
-        before, marker, text = self._scanner.scan(text, self._final)
+    def _content_scanned(self, before: str, marker: str | None, text: str) -> str:
+        """Content: what the scan released is content text; a marker acts."""
+        if before:
+            self._content(before)
+        if marker is None:
+            return ""
+        return self._content_marker(marker, text)
+
+    def _reasoning_scanned(self, before: str, marker: str | None, text: str) -> str:
+        """Reasoning: what the scan released is reasoning text; a marker ends, reopens or interrupts the block."""
         reasoning = self._reasoning
         assert reasoning is not None
         if before:
@@ -570,12 +581,11 @@ class StreamParser:
         call_region = next(c for c in section.calls if c.open == marker)
         return self._enter_body(call_region, marker, text)
 
-    def _after_body(self, text: str) -> str:
+    def _after_scanned(self, before: str, marker: str | None, text: str) -> str:
         """After a body that ended before its region's close marker: the close marker, or another call.
 
         Text there (``[f()] note<|tool_call_end|>``) is content, the whitespace before it kept whatever the
         chunking; the region's close marker, if it still comes, is framing and is dropped."""
-        before, marker, text = self._scanner.scan(text, self._final)
         region = self._region
         assert region is not None
         if before.strip():
@@ -661,6 +671,12 @@ class StreamParser:
         rest = body.feed(text)
         if rest is None:
             return ""
+        return self._body_ended(region, rest, replay)
+
+    def _body_ended(self, region: _Region, rest: Fed, replay: list[str] | None) -> str:
+        """The region's body ended (``rest``: what its ``feed`` returned): leave the region, or give its text back
+        as content if the body rejected it; returns the text after the body."""
+        assert rest is not None
         region.body = None
         if rest is REJECT:
             # Not a tool call after all: the region's text is content (the marker is not re-scanned).

@@ -94,22 +94,17 @@ class JsonValueScanner:
                     return pos
         return -1
 
-    def skim(self, text: str) -> bool:
-        """The hot path of a value already begun (not a bare scalar): advance over ``text`` and return True if the
-        value goes on past it; else leave the state as it was and return False (``feed`` then finds the end)."""
+    def skim(self, text: str) -> int:
+        """:meth:`feed` for a value already begun (not a bare scalar), the chunks that cannot end it in one step."""
         if not self.escape and "\\" not in text:
             if self.in_string and '"' not in text:
-                return True
+                return -1
             if self.depth and _BRACKET.search(text) is None:
                 # Quotes only, inside an object or array: each one opens or closes a string; the value goes on.
                 if text.count('"') & 1:
                     self.in_string = not self.in_string
-                return True
-        depth, in_string, escape = self.depth, self.in_string, self.escape
-        if self.feed(text) < 0:
-            return True
-        self.depth, self.in_string, self.escape = depth, in_string, escape
-        return False
+                return -1
+        return self.feed(text)
 
 
 class JsonDepthGauge:

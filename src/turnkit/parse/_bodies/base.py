@@ -67,11 +67,23 @@ class Body:
     def feed(self, text: str) -> Fed:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    end: Fed = None
+    """What :meth:`feed` returned when the body ended on a chunk :meth:`fast` took (``None`` while it goes on)."""
+
     def fast(self, text: str) -> list[Delta] | None:
-        """The hot streaming path: the deltas for ``text`` in one step when the body certainly goes on past it,
-        else ``None`` with nothing changed, and the text goes through :meth:`feed`. Called only when no delta is
-        pending and no region is held back, so a fast step may also emit through the emitter and return its
-        ``take()``."""
+        """The streaming path (the engine's armed step inside a body): take ``text`` and return this chunk's deltas
+        while the body goes on, or ``None`` when it ended on the chunk (:attr:`end` holding what :meth:`feed`
+        returned; the engine then leaves the region). Called only when no delta is pending and no region is held
+        back, so it may emit through the emitter and return its ``take()``. Decoders override it with one-step
+        lanes for their common chunks and fall back to :meth:`fed`."""
+        return self.fed(text)
+
+    def fed(self, text: str) -> list[Delta] | None:
+        """:meth:`fast` for any chunk: :meth:`feed`, then this chunk's deltas, or ``None`` with :attr:`end` set."""
+        rest = self.feed(text)
+        if rest is None:
+            return self.out.take()
+        self.end = rest
         return None
 
     def close(self) -> None:

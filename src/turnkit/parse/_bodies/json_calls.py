@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import re
 
 from turnkit.parse._bodies.base import MAX_NAME, REJECT, WS, Body, Fed, ToolTypes, after_fence, check_depth
 from turnkit.parse._bodies.json_args import JsonArgsBody
@@ -83,6 +84,13 @@ class _Role(enum.Enum):
 
 _NAME, _ARGS, _ID, _CONTENT, _ENVELOPE, _SKIP = _Role
 
+_KEY_START = re.compile(r'[ \t\r\n,]*("[^"\\]*)\Z')
+"""In an object before a member: a chunk that only begins the next key (its opening quote and plain text)."""
+_NEXT_KEY_START = re.compile(r'[ \t\r\n]*,[ \t\r\n,]*("[^"\\]*)\Z')
+"""After a member's value: the same after the comma."""
+_KEY_END = re.compile(r'([^"\\]*")[ \t\r\n]*(:[ \t\r\n]*)?\Z')
+"""Inside a key: a chunk that ends it (plain text, the closing quote), perhaps with the colon, no value yet."""
+
 _MAX_FENCE_LINE = 64
 _MAX_WRAP_TAG = 32
 
@@ -136,10 +144,11 @@ class JsonCallsBody(Body):
         self.string_args = False
 
     # -- the walk ------------------------------------------------------------------------------------
-    def feed(self, text: str) -> Fed:
+    def feed(self, text: str, pos: int = 0) -> Fed:
+        """``text`` from ``pos`` on (the default: all of it)."""
         if self.delegate is not None:
-            return self.delegate.feed(text)
-        pos, end = 0, len(text)
+            return self.delegate.feed(text[pos:])
+        end = len(text)
         while pos < end:
             state = self.state
             step: int | _End
@@ -307,6 +316,11 @@ class JsonCallsBody(Body):
                 return _End(self._give_up(""))
             return _End(None)
         self.key_raw += text[pos : pos + stop]
+        self._key_done()
+        return pos + stop
+
+    def _key_done(self) -> None:
+        """The key string ended (``key_raw``, quotes included): what its value is to the call."""
         key = plain_string(self.key_raw)
         if key is None:
             try:
@@ -315,7 +329,6 @@ class JsonCallsBody(Body):
                 key = self.key_raw
         self.role = self._role(str(key))
         self.state = _COLON
-        return pos + stop
 
     def _role(self, key: str) -> _Role:
         spec = self.spec
@@ -338,12 +351,20 @@ class JsonCallsBody(Body):
 
     # -- member values -------------------------------------------------------------------------------
     def fast(self, text: str) -> list[Delta] | None:
-        """Chunks inside a member's key or value that do not end it (see :meth:`Body.fast`)."""
+        """Chunks inside a member's key or value that do not end it in one step; any other through ``fed`` (see
+        :meth:`Body.fast`)."""
         scanner = self.scanner
         if self.state is not _VALUE or scanner is None:  # (a delegating body stays in START)
             return self._fast_edge(text)
         if scanner.escape or not scanner.in_string or '"' in text or "\\" in text:  # (else: more string text)
-            if scanner.scalar or not scanner.skim(text):
+            if scanner.scalar:
+                return self.fed(text)
+            stop = scanner.skim(text)
+            if stop >= 0:  # the value ends in the chunk: the walk goes on from there (as fed)
+                rest = self.feed(text, self._value_piece(text, 0, stop))
+                if rest is None:
+                    return self.out.take()
+                self.end = rest
                 return None
         sink = self.sink
         if sink is not None:  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
@@ -354,32 +375,34 @@ class JsonCallsBody(Body):
         return []
 
     def _fast_edge(self, text: str) -> list[Delta] | None:
-        """Fast chunks where a member value has not begun: more of a key, or a value's first chunk."""
+        """Chunks where a member value has not begun, in one step: more of a key, a key's beginning after ``{`` or
+        ``,``, a key's end with its colon (what feed's walk does with them); anything else through ``fed``."""
         state = self.state
-        if state is _VALUE:
-            return None if self.role is _ENVELOPE else self._fast_value_start(text)
         scanner = self.scanner
-        if state is _KEY and scanner is not None:
-            # Inside the key string: without a quote or backslash the chunk is only more key text (as _key).
-            if scanner.escape or '"' in text or "\\" in text or len(self.key_raw) + len(text) > MAX_NAME:
-                return None
-            self.key_raw += text
-            return []
-        return None
-
-    def _fast_value_start(self, text: str) -> list[Delta] | None:
-        """A chunk that begins a member's value without ending it (a string with no quote or backslash after its
-        opening quote, an object or array with no closing bracket): fed as usual, the deltas taken at once."""
-        head = text.lstrip(WS)
-        if head:
-            first, rest = head[0], head[1:]
-            if first == '"':
-                if '"' in rest or "\\" in rest:
-                    return None
-            elif first != "{" and first != "[" or "}" in rest or "]" in rest:
-                return None
-        self.feed(text)
-        return self.out.take()
+        if state is _KEY and scanner is not None and not scanner.escape:
+            if '"' not in text and "\\" not in text:
+                if len(self.key_raw) + len(text) <= MAX_NAME:  # only more key text (as _key)
+                    self.key_raw += text
+                    return []
+            else:
+                end = _KEY_END.match(text)
+                if end is not None:
+                    self.key_raw += end.group(1)
+                    scanner.in_string = False
+                    self._key_done()
+                    if end.group(2):
+                        self.state = _VALUE
+                        self.scanner = None
+                    return []
+        elif state is _OBJ or state is _AFTER:
+            start = (_KEY_START if state is _OBJ else _NEXT_KEY_START).match(text)
+            if start is not None and len(start.group(1)) <= MAX_NAME:
+                scanner = self.scanner = JsonValueScanner(max_depth=self.max_depth)
+                scanner.started = scanner.in_string = True
+                self.key_raw = start.group(1)
+                self.state = _KEY
+                return []
+        return self.fed(text)
 
     def _value(self, text: str, pos: int) -> int | _End:
         end = len(text)
@@ -401,7 +424,12 @@ class JsonCallsBody(Body):
                 if self.started and not self.string_args:  # streamed: the fast path appends to the call at once
                     calls = self.out.calls
                     self.sink, self.sink_index = calls[-1].parts.parts, len(calls) - 1
-        stop = self.scanner.feed(text[pos:])
+        return self._value_piece(text, pos, self.scanner.feed(text[pos:]))
+
+    def _value_piece(self, text: str, pos: int, stop: int) -> int:
+        """The value's text from ``pos``, to ``pos + stop`` where its scanner found its end (``-1``: all)."""
+        end = len(text)
+        role = self.role
         piece = text[pos:] if stop < 0 else text[pos : pos + stop]
         if role is _ARGS and self.started and not self.string_args:
             self.out.args(piece)

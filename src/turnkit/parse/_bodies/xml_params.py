@@ -211,6 +211,8 @@ class XmlParamsBody(Body):
         return None
 
     def fast(self, text: str) -> list[Delta] | None:
+        """Value text, name and key text, text between parameters and more of a marker's beginning in one step; any
+        other chunk through ``fed`` (see :meth:`Body.fast`)."""
         state = self.state
         if state is _VALUE:
             scan = self.value_scan
@@ -247,7 +249,7 @@ class XmlParamsBody(Body):
                 self.closing = rest
                 return self.out.take()
             scan.held = held
-            return None
+            return self.fed(text)
         if state is _CLOSING:
             # After a value's close marker: text that may still become a follower is kept (as feed() does); what
             # decides goes through feed().
@@ -255,10 +257,10 @@ class XmlParamsBody(Body):
             if closing.lstrip() in self.undecided:
                 self.closing = closing
                 return []
-            return None
+            return self.fed(text)
         scan = self._scans[state]
         if scan.held:
-            return [] if scan.hold_more(text) else None  # inside a marker's beginning: feed() would wait
+            return [] if scan.hold_more(text) else self.fed(text)  # inside a marker's beginning: feed() would wait
         if state is _PARAMS or (state is _AWAIT and self.out.calls):
             # Between parameters or functions the text before a marker is skipped: what matters is whether a
             # marker completes here (then feed() does the work, on the scanner as it was).
@@ -271,7 +273,7 @@ class XmlParamsBody(Body):
             if len(self.text_buf) + len(text) <= MAX_NAME:
                 self.text_buf += text  # more of the name or key (as feed() collects it)
                 return []
-        return None
+        return self.fed(text)
 
     def _value_text(self, text: str) -> None:
         if not text:
