@@ -182,17 +182,16 @@ class OpEncoder:
                 value = op["value"]
                 kind = type(value)
                 if kind is str:
-                    value_json = _encode_str(value)
-                elif kind is int:
-                    value_json = int.__repr__(value)
+                    items.append(f"[{_encode_str(relative)},{_encode_str(value)}]")
+                elif kind is int:  # (formatted as repr: an int, not a bool)
+                    items.append(f"[{_encode_str(relative)},{value}]")
                 else:
-                    value_json = _value_json(value)
-                items.append(f"[{_encode_str(relative)},{value_json}]")
+                    items.append(f"[{_encode_str(relative)},{_value_json(value)}]")
             else:
                 frames.clear()
                 self._path = path
                 self._depth = depth
-                return "[" + ",".join(items) + "]"
+                return f"[{items[0]}]" if len(items) == 1 else f"[{','.join(items)}]"
         frames.clear()
         text = self.encode(ops)
         self._depth = self._path.count("/")
