@@ -3,7 +3,7 @@
     python bench/structured_instructions.py                 # the 100 KB report document
     python bench/structured_instructions.py --kind records  # the structure-heavy one
     python bench/structured_instructions.py --text fresh    # text that never repeats
-    python bench/structured_instructions.py --wire          # also feed + OpEncoder.encode (the wire path)
+    python bench/structured_instructions.py --wire          # also the wire path: feed_encoded, and feed + encode
 
 Wall-clock medians on a shared machine swing by more than the changes worth measuring; an instruction
 count does not depend on the load. The same workload (bench/structured.py's document, 4-character
@@ -24,11 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _callgrind import count  # noqa: E402
 
-from structured import chunks_of, make_document, run_turnkit, run_turnkit_wire  # noqa: E402
+from structured import chunks_of, make_document, run_turnkit, run_turnkit_encoded, run_turnkit_wire  # noqa: E402
+
+RUNNERS = {"parse": run_turnkit, "encode": run_turnkit_wire, "feed_encoded": run_turnkit_encoded}
 
 
-def _worker(kind: str, text: str, size: int, runs: int, wire: bool = False) -> None:
-    run = run_turnkit_wire if wire else run_turnkit
+def _worker(kind: str, text: str, size: int, runs: int, wire: str = "parse") -> None:
+    run = RUNNERS[wire]
     chunks = chunks_of(make_document(size, kind=kind, text=text))
     run(chunks_of(make_document(5_000, kind=kind, text=text)))  # warm the specialising interpreter either way
     for _ in range(runs):
@@ -36,10 +38,10 @@ def _worker(kind: str, text: str, size: int, runs: int, wire: bool = False) -> N
     print(len(chunks))
 
 
-def _instructions(kind: str, text: str, size: int, runs: int, wire: bool = False) -> tuple[int, int]:
+def _instructions(kind: str, text: str, size: int, runs: int, wire: str = "parse") -> tuple[int, int]:
     """(instructions, chunks per run) of one worker process under callgrind."""
     worker = ["--worker", "--kind", kind, "--text", text, "--size", str(size), "--runs", str(runs)]
-    return count([sys.executable, __file__, *worker, *(["--wire"] if wire else [])])
+    return count([sys.executable, __file__, *worker, "--runner", wire])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,11 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--text", choices=["repeated", "fresh"], default="repeated", help="the texts' kind")
     parser.add_argument("--size", type=int, default=100_000, help="document size in characters")
     parser.add_argument("--runs", type=int, default=2, help="streams counted (the difference against zero)")
-    parser.add_argument("--wire", action="store_true", help="also count OpEncoder.encode of every chunk's ops")
+    parser.add_argument("--wire", action="store_true", help="also count the wire path (feed_encoded; feed + encode)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--runner", choices=list(RUNNERS), default="parse", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        _worker(args.kind, args.text, args.size, args.runs, args.wire)
+        _worker(args.kind, args.text, args.size, args.runs, args.runner)
         return 0
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
@@ -62,10 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     what = f"{args.kind} ({args.text} text) {args.size:,} characters, {chunks:,} chunks"
     print(f"{what}: {per_chunk:,.0f} instructions per chunk")
     if args.wire:
-        wire_base, _ = _instructions(args.kind, args.text, args.size, 0, wire=True)
-        wire_total, _ = _instructions(args.kind, args.text, args.size, args.runs, wire=True)
-        wire = (wire_total - wire_base) / args.runs / chunks
-        print(f"{what}: {wire:,.0f} with OpEncoder.encode of every batch ({wire / per_chunk:.2f}x the parse)")
+        for runner, how in (("feed_encoded", "with feed_encoded"), ("encode", "with OpEncoder.encode of every batch")):
+            wire_base, _ = _instructions(args.kind, args.text, args.size, 0, runner)
+            wire_total, _ = _instructions(args.kind, args.text, args.size, args.runs, runner)
+            wire = (wire_total - wire_base) / args.runs / chunks
+            print(f"{what}: {wire:,.0f} {how} ({wire / per_chunk:.2f}x the parse)")
     return 0
 
 

@@ -127,6 +127,30 @@ def test_resume_from_last_seq_rebuilds_the_uninterrupted_value(
     assert client.kinds[-1] == "end" and sub.ready() == []
 
 
+def test_compact_patches_are_written_once_for_subscribers_in_step() -> None:
+    """Subscribers that received the same events share each patch's wire text; one that joined later
+    (its encoder fresh after its snapshot) writes its own until it is in step; every client decodes right."""
+    run = SyncRun(source=JsonStream())
+    subs = [run.subscribe(encoding="compact") for _ in range(3)]
+    clients = [Client(compact=True) for _ in subs]
+    pieces = ['{"a": "x', 'y", "b": [1, ', '2], "c": {"d": "', 'e"', ', "f": [true]}}']
+    for i, piece in enumerate([*pieces, None]):
+        if i == 2:
+            subs.insert(0, run.subscribe(encoding="compact"))  # read first: it encodes each event first
+            clients.insert(0, Client(compact=True))
+        if piece is None:
+            run.close()
+        else:
+            run.feed(piece)
+        delivered = [sub.ready() for sub in subs]
+        for client, events in zip(clients, delivered, strict=True):
+            client.take(events)
+        texts = [[e.data for e in events if e.kind == "patch"] for events in delivered]
+        if 0 < i < len(pieces):  # (a first read is the snapshot; the document ended with the last piece)
+            assert texts[-1] and texts[-2][0] is texts[-1][0]  # the last in-step subscriber wrote nothing
+    assert all(_canon(client.doc) == _canon(run.value) for client in clients)
+
+
 def test_events_after_is_exact_and_none_when_evicted() -> None:
     run = SyncRun(source=JsonStream(), max_log_events=3)
     for piece in ['{"a": "', "x", "y", "z", "w", "v", '"}']:

@@ -18,11 +18,13 @@ modified after they are returned, the wire form round-trips, coalescing keeps th
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from turnkit.errors import TurnkitError
 from turnkit.structured import JsonStream, OpDecoder, OpEncoder, apply_patch, coalesce_ops
 
 _SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -71,11 +73,17 @@ _scalar = st.one_of(_string_token(), _number_token, st.sampled_from(["true", "fa
 
 
 @st.composite
-def _wrap(draw: st.DrawFn, children: st.SearchStrategy[list[str]], *, is_object: bool) -> str:
+def _wrap(
+    draw: st.DrawFn,
+    children: st.SearchStrategy[list[str]],
+    *,
+    is_object: bool,
+    key: st.SearchStrategy[str] | None = None,
+) -> str:
     items = draw(children)
     w = draw(_ws)
     if is_object:
-        keys = [draw(_string_token()) for _ in items]
+        keys = [draw(_string_token() if key is None else key) for _ in items]
         members = [f"{w}{k}{draw(_ws)}:{draw(_ws)}{v}{w}" for k, v in zip(keys, items, strict=True)]
         return "{" + ",".join(members) + (w if not items else "") + "}"
     return "[" + ",".join(f"{w}{v}{w}" for v in items) + (w if not items else "") + "]"
@@ -86,6 +94,17 @@ _json_text = st.recursive(
     lambda inner: st.one_of(
         _wrap(st.lists(inner, max_size=5), is_object=False),
         _wrap(st.lists(inner, max_size=5), is_object=True),
+    ),
+    max_leaves=25,
+)
+
+
+# Objects with duplicate keys (the later value replaces the earlier: a ``replace`` operation).
+_duplicate_keys = st.recursive(
+    _scalar,
+    lambda inner: st.one_of(
+        _wrap(st.lists(inner, max_size=5), is_object=False),
+        _wrap(st.lists(inner, max_size=5), is_object=True, key=st.sampled_from(['"a"', '"b"', '"a~/"', '""'])),
     ),
     max_leaves=25,
 )
@@ -110,8 +129,8 @@ def _document(draw: st.DrawFn) -> str:
 
 
 @st.composite
-def _chunked(draw: st.DrawFn) -> tuple[str, list[str]]:
-    text = draw(_document())
+def _chunked(draw: st.DrawFn, documents: st.SearchStrategy[str] | None = None) -> tuple[str, list[str]]:
+    text = draw(_document() if documents is None else documents)
     mode = draw(st.integers(0, 3))
     if mode == 0:
         return text, list(text)
@@ -221,6 +240,33 @@ def test_any_json_any_chunking(case: tuple[str, list[str]]) -> None:
         assert json.dumps(ops_then) == dumped  # operations are never modified after they are returned
     all_ops = [op for batch, _ in emitted for op in batch] + ops
     assert _exact(apply_patch(None, coalesce_ops(all_ops)), final)
+
+
+def _outcome(call: Callable[[], Any]) -> Any:
+    """What ``call()`` returns, or the type of the error it raises."""
+    try:
+        return call()
+    except TurnkitError as exc:
+        return type(exc)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_chunked(st.one_of(_document(), _duplicate_keys)), st.booleans())
+def test_feed_encoded_writes_what_the_encoder_writes(case: tuple[str, list[str]], skip_prefix: bool) -> None:
+    """The parser's own wire form is OpEncoder's, byte for byte, for any document (duplicate keys and
+    ``skip_prefix`` included) and any chunking; a piece with no operation gives ``""``."""
+    text, pieces = case
+    if skip_prefix:
+        pieces = ["Here it is: ", *pieces, " (done)"]
+    plain, encoded = JsonStream(skip_prefix=skip_prefix), JsonStream(skip_prefix=skip_prefix)
+    encoder = OpEncoder()
+
+    def encode(ops: list[Any]) -> str:
+        return encoder.encode(ops) if ops else ""
+
+    for piece in pieces:  # (with skip_prefix a string may hold the "[" it starts at: an error, the same one)
+        assert _outcome(lambda p=piece: encoded.feed_encoded(p)) == _outcome(lambda p=piece: encode(plain.feed(p)))
+    assert _outcome(encoded.close_encoded) == _outcome(lambda: encode(plain.close()))
 
 
 def _resolve(value: Any, pointer: str) -> Any:

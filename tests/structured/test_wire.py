@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnkit.errors import JsonPatchError
-from turnkit.structured import JsonStream, Op, OpDecoder, OpEncoder, decode_ops, encode_ops
+from turnkit.errors import JsonPatchError, ParseError, UsageError
+from turnkit.structured import JsonStream, Op, OpDecoder, OpEncoder, apply_patch, decode_ops, encode_ops
 
 
 def test_exact_encoding() -> None:
@@ -41,6 +41,45 @@ def test_state_carries_across_batches() -> None:
     assert sent == ['[{"v":{}},["/story","Once"]]', '[" upon"]', '[" a time"]', "[]"]
     # a fresh decoder cannot read a batch out of context the same way
     assert decode_ops(sent[2]) == [{"op": "append", "path": "", "value": " a time"}]
+
+
+def test_feed_encoded() -> None:
+    """The parser writes the wire form itself: the encoder's text, "" where nothing changed."""
+    s = JsonStream()
+    decoder = OpDecoder()
+    pieces = ['{"story": "Once', " upon", '", "n": [1, {"a": tr', 'ue, "a": null}], "e": "\\u00e9', '"}']
+    sent = [s.feed_encoded(piece) for piece in pieces]
+    assert sent == ['[{"v":{}},["/story","Once"]]', '[" upon"]', '[["/n",[]],["0/0",1],["1/1",{}]]',
+                    '[["0/a",true],{"o":"r","v":null},{"o":"a","p":"/e","v":"é"}]', ""]  # fmt: skip
+    assert s.close_encoded() == ""
+    ops = [op for text in sent if text for op in decoder.decode(text)]
+    assert apply_patch(None, ops) == s.value == {"story": "Once upon", "n": [1, {"a": None}], "e": "é"}
+
+
+def test_feed_encoded_is_not_mixed_with_feed() -> None:
+    s = JsonStream()
+    s.feed("[")
+    with pytest.raises(UsageError, match="read with feed"):
+        s.feed_encoded("1")
+    s = JsonStream()
+    s.feed_encoded('["a')
+    s.feed("bc")  # an append: the carried path is unchanged, nothing is lost track of
+    assert s.feed_encoded("d") == '["d"]'
+    s.feed('", 2, ')  # a new member the wire form did not see
+    with pytest.raises(UsageError, match="lost track"):
+        s.feed_encoded("]")
+    with pytest.raises(UsageError, match="lost track"):
+        s.close_encoded()
+
+
+def test_feed_encoded_after_an_error() -> None:
+    s = JsonStream()
+    with pytest.raises(ParseError):
+        s.feed_encoded('{"a": [1, }')
+    with pytest.raises(UsageError, match="failed"):  # the stream's own error, not a wire-form one
+        s.feed_encoded("]")
+    with pytest.raises(UsageError, match="failed"):
+        s.close_encoded()
 
 
 def test_infinity_round_trips() -> None:

@@ -48,7 +48,7 @@ from turnkit.structured import (
 )
 from turnkit.structured._live_document import LiveDocument
 from turnkit.structured._transforms import FunctionTransform, Transform
-from turnkit.structured._wire import _encode_str, _value_json
+from turnkit.structured._wire import _encode_str, _Shared, _value_json
 
 __all__ = [
     "SyncEvent",
@@ -72,13 +72,14 @@ class SyncEvent:
     written as ``1e999``), computed once and shared by every subscriber. Treat both as read-only.
     """
 
-    __slots__ = ("_data", "kind", "payload", "seq")
+    __slots__ = ("_compact", "_data", "kind", "payload", "seq")
 
     def __init__(self, seq: int, kind: EventKind, payload: Any, data: str | None = None) -> None:
         self.seq = seq
         self.kind = kind
         self.payload = payload
         self._data = data
+        self._compact: _Shared | None = None
 
     @property
     def data(self) -> str:
@@ -94,6 +95,12 @@ class SyncEvent:
                 data = _value_json(payload)
             self._data = data
         return data
+
+    def compact(self, encoder: OpEncoder) -> str:
+        """The patch in ``encoder``'s wire form (advancing it); written once for all the subscribers whose
+        encoders are in the same state, which is every subscriber that received the same events."""
+        text, self._compact = encoder._encode_shared(self.payload, self._compact)
+        return text
 
     @property
     def id(self) -> str:
@@ -618,7 +625,7 @@ class SyncSubscription:
         if self._downgrader is not None:
             event = SyncEvent(event.seq, "patch", self._downgrader.downgrade(event.payload))
         if self._encoder is not None:
-            event = SyncEvent(event.seq, "patch", event.payload, self._encoder.encode(event.payload))
+            event = SyncEvent(event.seq, "patch", event.payload, event.compact(self._encoder))
         return event
 
     async def next_events(self) -> list[SyncEvent]:

@@ -23,6 +23,7 @@ from turnkit._json import escape_token
 from turnkit.errors import IncompleteInputError, LimitExceededError, ParseError, UsageError, snippet_around
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.structured._patch import Op
+from turnkit.structured._wire import OpEncoder, _encode_str
 
 __all__ = ["JsonStream", "loads", "loads_partial"]
 
@@ -164,13 +165,13 @@ def _split_escaped(text: str) -> tuple[str, str] | None:
 
 
 # An open array or object, as a tuple (cheap to build, one per container):
-# (container, is_object, closer, prefix = path + "/", path, slot it fills in its parent).
-_Frame = tuple[dict[str, Any] | list[Any], bool, str, str, str, str | int | None]
+# (container, is_object, closer, prefix = path + "/", path, slot it fills in its parent, depth = tokens in path).
+_Frame = tuple[dict[str, Any] | list[Any], bool, str, str, str, str | int | None, int]
 
 
-def _frame(container: dict[str, Any] | list[Any], path: str, slot: str | int | None) -> _Frame:
+def _frame(container: dict[str, Any] | list[Any], path: str, slot: str | int | None, depth: int) -> _Frame:
     is_object = type(container) is dict
-    return (container, is_object, "}" if is_object else "]", path + "/", path, slot)
+    return (container, is_object, "}" if is_object else "]", path + "/", path, slot, depth)
 
 
 class _JoinedValue:
@@ -209,6 +210,7 @@ class JsonStream:
         "_box",
         "_carry",
         "_checkpoint",
+        "_encoder",
         "_end_state",
         "_key",
         "_kparts",
@@ -226,9 +228,11 @@ class JsonStream:
         "_sparts",
         "_stack",
         "_started",
+        "_steps",
         "_state",
         "_total",
         "_why_dead",
+        "_wire",
     )
 
     def __init__(self, *, skip_prefix: bool = False, limits: Limits | None = None) -> None:
@@ -263,6 +267,10 @@ class JsonStream:
         self._nshape = ""  # the number so far, or an equivalent short one (read only while _nparts is not empty)
         self._nstart = 0
         self._why_dead = ""
+        # feed_encoded: the wire state, and the parent frame of each add / replace the parser emits
+        self._encoder: OpEncoder | None = None
+        self._steps: list[_Frame | None] | None = None
+        self._wire = False  # set while feed_encoded runs feed: the fast path returns the wire form itself
         self.__dict__["value"] = None
 
     # ------------------------------------------------------------------ reading the state
@@ -389,6 +397,8 @@ class JsonStream:
                     self._scur = cur
                 else:
                     self._lazy_add(piece)
+                if self._wire:  # feed_encoded: this append in the wire form, at the previous operation's path
+                    return f"[{_encode_str(piece)}]"  # type: ignore[return-value]
                 return [{"op": "append", "path": self._spath, "value": piece}]
             state = self._state
             if self._carry:
@@ -415,6 +425,7 @@ class JsonStream:
         sop: Op | None = None  # this piece's op for the open string: later text of it is added to its value
         pos = 0
         stack = self._stack
+        steps = self._steps  # feed_encoded: the parent frame of every add / replace (None: not recorded)
         try:
             while True:  # not `while pos < n`: a compare before a far jump is not specialised (3.11)
                 if pos >= n:
@@ -500,6 +511,8 @@ class JsonStream:
                             cont.append("")  # type: ignore[union-attr]
                             self._skey = index
                         ops.append(sop)
+                        if steps is not None:
+                            steps.append(frame)
                         self._scur = ""
                         checkpoint = total + _EAGER_LIMIT  # (a conditional: cheaper than min() here)
                         self._checkpoint = checkpoint if checkpoint < self._max_chars else self._max_chars
@@ -543,13 +556,15 @@ class JsonStream:
                             path = frame[3] + str(slot)
                             ops.append({"op": "add", "path": path, "value": value})
                             cont.append(value)  # type: ignore[union-attr]
+                        if steps is not None:
+                            steps.append(frame)
                         if c == "{":
-                            stack.append((value, True, "}", path + "/", path, slot))
+                            stack.append((value, True, "}", path + "/", path, slot, len(stack)))
                             ops[-1]["value"] = {}
                             state = _OBJ_KEY
                             pos += 1
                         elif c == "[":
-                            stack.append((value, False, "]", path + "/", path, slot))
+                            stack.append((value, False, "]", path + "/", path, slot, len(stack)))
                             ops[-1]["value"] = []
                             state = _VALUE
                             pos += 1
@@ -674,6 +689,8 @@ class JsonStream:
                         else:
                             ops.append({"op": "add", "path": frame[3] + str(len(cont)), "value": number})
                             cont.append(number)  # type: ignore[union-attr]
+                        if steps is not None:
+                            steps.append(frame)
                         state = _AFTER
                     else:
                         self._put(number, number, ops)
@@ -708,6 +725,48 @@ class JsonStream:
             self._die("failed")
             raise
         return ops
+
+    def feed_encoded(self, text: str) -> str:
+        """:meth:`feed`, its operations in the compact wire form: exactly what one :class:`OpEncoder` writes
+        for every batch of the stream, ``""`` for a piece that changed nothing (nothing to send).
+
+        Cheaper than ``encoder.encode(stream.feed(text))``: the parser records where each new member
+        sits, so a relative path is a subtraction, not a comparison of paths. A stream is read with
+        this (and :meth:`close_encoded`) from its first piece on, not mixed with :meth:`feed`.
+        """
+        steps = self._steps
+        if steps is None or steps:
+            steps = self._encoded_steps("feed_encoded")
+        self._wire = True
+        try:
+            ops: list[Op] | str = self.feed(text)
+        finally:
+            self._wire = False
+        if type(ops) is str:  # the string fast path wrote its append
+            return ops
+        if not ops:
+            return ""
+        return self._encoder._encode_parsed(ops, steps)  # type: ignore[union-attr,arg-type]
+
+    def close_encoded(self) -> str:
+        """:meth:`close` for a stream read with :meth:`feed_encoded`: its last operations in the wire form."""
+        steps = self._encoded_steps("close_encoded")
+        ops = self.close()
+        return self._encoder._encode_parsed(ops, steps) if ops else ""  # type: ignore[union-attr]
+
+    def _encoded_steps(self, func: str) -> list[_Frame | None]:
+        """The parser's record for feed_encoded, started with the stream, empty between pieces; a frame
+        left over means feed() returned operations the wire form did not see."""
+        steps = self._steps
+        if steps is None:
+            if self._total:
+                raise UsageError(f"{func}() on a JSON stream read with feed(): the wire form starts with the stream")
+            self._encoder = OpEncoder()
+            steps = self._steps = []
+        elif steps and self._state is not _DEAD:  # (a failed piece leaves frames: feed() then says it failed)
+            raise UsageError(f"{func}() after feed() returned operations: the wire form lost track")
+        steps.clear()
+        return steps
 
     def close(self) -> list[Op]:
         """End the input: complete a trailing number; an unfinished document is IncompleteInputError."""
@@ -781,8 +840,11 @@ class JsonStream:
     def _put(self, value: Any, op_value: Any, ops: list[Op]) -> tuple[str, str | int | None]:
         """Place a new value in the open container (or at the root); emit its add/replace."""
         stack = self._stack
+        steps = self._steps
         if stack:
             frame = stack[-1]
+            if steps is not None:
+                steps.append(frame)
             cont = frame[0]
             if frame[1]:
                 key = self._key
@@ -801,6 +863,8 @@ class JsonStream:
             return path, index
         self._box[0] = self.__dict__["value"] = value
         self._started = True
+        if steps is not None:
+            steps.append(None)
         ops.append({"op": "add", "path": "", "value": op_value})
         return "", None
 
@@ -832,12 +896,12 @@ class JsonStream:
             if c == "{":
                 container = {}
                 path, slot = self._put(container, {}, ops)
-                self._stack.append(_frame(container, path, slot))
+                self._stack.append(_frame(container, path, slot, len(self._stack)))
                 self._state = _OBJ_KEY
                 return pos + 1
             container = []
             path, slot = self._put(container, [], ops)
-            self._stack.append(_frame(container, path, slot))
+            self._stack.append(_frame(container, path, slot, len(self._stack)))
             self._state = _VALUE
             return pos + 1
         literal = _LITERALS.get(c)

@@ -38,19 +38,25 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=F
 _encode_str: Callable[[str], str] = json.encoder.encode_basestring
 """json's string encoder without ASCII escaping (C): what ``dumps(ensure_ascii=False)`` writes for a str."""
 _APPEND = "append"  # interned, like the parser's: an identity test (an equal copy takes the general path)
+_ADD = "add"
+_DIGITS = "0123456789"
 _SHORT = {"o": "op", "p": "path", "v": "value", "f": "from"}
 _OP_CODE = {"add": "a", "replace": "r", "remove": "x", "append": "+", "move": "m", "copy": "c", "test": "t"}
 _OP_NAME = {code: name for name, code in _OP_CODE.items()}
 
 
+_Shared = tuple[tuple[str, str], str, tuple[str, str]]
+
+
 class OpEncoder:
     """Encodes successive batches of operations, carrying op and path over between batches."""
 
-    __slots__ = ("_op", "_path")
+    __slots__ = ("_depth", "_op", "_path")
 
     def __init__(self) -> None:
         self._op = "add"
         self._path = ""
+        self._depth = 0  # tokens in _path, kept by _encode_parsed only
 
     def encode(self, ops: Sequence[Op]) -> str:
         """One batch as a compact JSON array (UTF-8 friendly: non-ASCII text is not escaped)."""
@@ -131,6 +137,65 @@ class OpEncoder:
         self._op = last_op
         self._path = last_path
         return "[" + ",".join(items) + "]"
+
+    def _encode_shared(self, ops: Sequence[Op], shared: _Shared | None) -> tuple[str, _Shared]:
+        """:meth:`encode` through ``shared``, what the last call (by any encoder) for the same ``ops``
+        returned: (state before, text, state after). The text depends on nothing but the operations and
+        the state, so encoders in the same state (subscribers that received the same events) share it."""
+        before = (self._op, self._path)
+        if shared is not None and shared[0] == before:
+            self._op, self._path = shared[2]
+            return shared[1], shared
+        text = self.encode(ops)
+        return text, (before, text, (self._op, self._path))
+
+    def _encode_parsed(self, ops: Sequence[Op], frames: list[tuple[Any, ...] | None]) -> str:
+        """A batch of JsonStream's operations, written as :meth:`encode` would, from what the parser
+        recorded: the parent frame of each add (its path + "/" at [3], its depth at [6]); ``frames`` is
+        emptied. The parser emits in document order, so the previous path lies under the new member's
+        parent: the relative path drops ``depth - parent depth`` tokens, and an append is at the
+        previous path. A replace (a duplicate key) or the root goes the general way."""
+        items: list[str] = []
+        path = self._path
+        depth = self._depth
+        i = 0
+        if self._op == "add":
+            for op in ops:
+                name = op["op"]
+                if name is _APPEND:
+                    items.append(_encode_str(op["value"]))
+                    continue
+                frame = frames[i]
+                i += 1
+                if name is not _ADD or frame is None:
+                    break
+                path = op["path"]
+                cut = len(frame[3]) - 1  # where "/token" starts
+                parent = frame[6]
+                if depth - parent < 10 and cut > 1:  # "<k>/token" is shorter than the path
+                    relative = _DIGITS[depth - parent] + path[cut:]
+                else:
+                    relative = f"{depth - parent}{path[cut:]}"
+                    if len(relative) >= len(path):
+                        relative = path
+                depth = parent + 1
+                value = op["value"]
+                kind = type(value)
+                if kind is str:
+                    items.append(f"[{_encode_str(relative)},{_encode_str(value)}]")
+                elif kind is int:  # (formatted as repr: an int, not a bool)
+                    items.append(f"[{_encode_str(relative)},{value}]")
+                else:
+                    items.append(f"[{_encode_str(relative)},{_value_json(value)}]")
+            else:
+                frames.clear()
+                self._path = path
+                self._depth = depth
+                return f"[{items[0]}]" if len(items) == 1 else f"[{','.join(items)}]"
+        frames.clear()
+        text = self.encode(ops)
+        self._depth = self._path.count("/")
+        return text
 
 
 def _value_json(value: Any) -> str:
