@@ -138,6 +138,17 @@ def test_corrupt_or_missing_input_fails_before_any_output(tmp_path: Path) -> Non
     assert not (tmp_path / "out.jsonl").exists()
 
 
+def _interrupt_after(rows: int, worker: tbatch.Renderer, source: Path, output: Path) -> None:
+    """Run in batches of 10 and stop like Ctrl-C once ``rows`` rows are done."""
+
+    def stop(done: int) -> None:
+        if done >= rows:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        tbatch.run(worker, source, output, batch_size=10, on_batch=stop)
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
 def test_interrupted_run_leaves_complete_rows_and_resume_carries_on(tmp_path: Path, suffix: str, workers: int) -> None:
@@ -145,13 +156,7 @@ def test_interrupted_run_leaves_complete_rows_and_resume_carries_on(tmp_path: Pa
     source = _write_jsonl(tmp_path / "in.jsonl", rows)
     output = tmp_path / f"out{suffix}"
     worker = tbatch.Renderer(template=TEMPLATE)
-
-    def stop(done: int) -> None:
-        if done >= 20:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        tbatch.run(worker, source, output, batch_size=10, on_batch=stop)
+    _interrupt_after(20, worker, source, output)
     if suffix == ".jsonl":
         with open(output, "a", encoding="utf-8") as handle:
             handle.write('{"id": 20, "prompt": "cut in the midd')  # a line torn by a kill
@@ -471,13 +476,7 @@ def test_a_resumed_parquet_run_killed_before_its_new_file_was_closed_loses_nothi
     source = _write_jsonl(tmp_path / "in.jsonl", _good_rows(30))
     output = tmp_path / "out.parquet"
     worker = tbatch.Renderer(template=TEMPLATE)
-
-    def stop(done: int) -> None:
-        if done >= 10:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        tbatch.run(worker, source, output, batch_size=10, on_batch=stop)
+    _interrupt_after(10, worker, source, output)
     finished = output.read_bytes()
     os.replace(output, tmp_path / "out.parquet.resume")
     output.write_bytes(finished[: len(finished) // 2])  # the kill: rows copied, no footer
