@@ -267,11 +267,29 @@ def test_cached_schema_is_a_private_copy() -> None:
     assert parse_response("", second) == {"k": ["x"]}
 
 
-@pytest.mark.parametrize("text", ["1", "\ufeff1", "[1, 2]", '{"a": NaN}', "plain", "1e400", '"\\ud800"', ""])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1",
+        "\ufeff1",
+        "[1, 2]",
+        '{"a": NaN}',
+        "plain",
+        "1e400",
+        '"\\ud800"',
+        "",
+        " \n",
+        ' {"a": [1]}\n ',
+        "1 2",
+        "[1,",
+        "{} x",
+    ],
+)
 def test_json_step_decodes_exactly_like_json_loads(text: str) -> None:
+    """``turnkit._json.json_loads`` (the schema's JSON step and the streaming parse use it) is ``json.loads``."""
     import json
 
-    from turnkit.parse._schema.nodes import _json_loads
+    from turnkit._json import json_loads as _json_loads
 
     def outcome(loads: Any) -> object:
         try:

@@ -8,10 +8,9 @@ deltas are added (joined text, finished calls built once), so reading it costs o
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from turnkit._json import loads_or_none
+from turnkit._json import json_loads, loads_or_none
 from turnkit.errors import ToolCallError
 from turnkit.messages import AssistantMessage, CallError, ToolCall
 
@@ -261,7 +260,7 @@ class Emitter:
             call.value, call.valid = {}, True
         else:
             try:
-                call.value, call.valid = json.loads(raw), True
+                call.value, call.valid = json_loads(raw), True
             except (ValueError, RecursionError):
                 call.value, call.valid = raw, False
         if call.valid:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ast
 import enum
-import json
 from typing import Any
 
+from turnkit._json import json_loads
 from turnkit.parse._emit import Delta, Emitter
 from turnkit.parse._json_scan import JsonDepthGauge
 from turnkit.parse._spec import BodySpec
@@ -138,7 +138,7 @@ def typed_value(raw: str, kind: str) -> Any:
     try:
         if stripped[:1] not in _JSON_FIRST:
             raise ValueError  # not JSON (most raw text): json.loads would raise a costlier error
-        value = json.loads(stripped)
+        value = json_loads(stripped)
     except (ValueError, RecursionError):
         if kind in ("integer", "number", "boolean", "object", "array", "null", "json"):
             try:

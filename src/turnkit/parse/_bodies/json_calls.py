@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import json
 import re
 
+from turnkit._json import json_loads
 from turnkit.parse._bodies.base import MAX_NAME, REJECT, WS, Body, Fed, ToolTypes, after_fence, check_depth
 from turnkit.parse._bodies.json_args import JsonArgsBody
 from turnkit.parse._emit import Delta, Emitter
@@ -324,7 +324,7 @@ class JsonCallsBody(Body):
         key = plain_string(self.key_raw)
         if key is None:
             try:
-                key = json.loads(self.key_raw)
+                key = json_loads(self.key_raw)
             except ValueError:
                 key = self.key_raw
         self.role = self._role(str(key))
@@ -470,7 +470,7 @@ class JsonCallsBody(Body):
         role = self.role
         if role is _CONTENT:
             try:
-                value = json.loads(raw)
+                value = json_loads(raw)
             except ValueError:
                 value = raw
             if isinstance(value, str):
@@ -480,7 +480,7 @@ class JsonCallsBody(Body):
             name = plain_string(raw)
             if name is None:
                 try:
-                    name = json.loads(raw)
+                    name = json_loads(raw)
                 except ValueError:
                     name = raw.strip('"')
             self.name = str(name) if isinstance(name, str) and name.strip() else None
@@ -494,13 +494,13 @@ class JsonCallsBody(Body):
                 self._start()  # the name is known: announce the call before its arguments arrive
         elif role is _ID:
             try:
-                self.call_id = str(json.loads(raw))
+                self.call_id = str(json_loads(raw))
             except ValueError:
                 self.call_id = raw
         elif role is _ARGS:
             if self.string_args:
                 try:
-                    inner = json.loads(raw)
+                    inner = json_loads(raw)
                 except ValueError:
                     inner = raw
                 if isinstance(inner, str):

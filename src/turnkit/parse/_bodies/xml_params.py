@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import enum
 import re
-from functools import lru_cache
 
 from turnkit.parse._bodies.base import (
     MAX_NAME,
@@ -52,21 +51,47 @@ _AWAIT, _NAME, _PARAMS, _KEY, _VALUE_OPEN, _VALUE, _CLOSING = _State
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\u2028\u2029]')
 
 
-@lru_cache(maxsize=256)
-def _xml_sets(spec: XmlParams, region_close: str | None) -> tuple[MarkerSet, ...]:
-    closers = [region_close] if region_close else []
-    fclose = [spec.function_close] if spec.function_close else []
-    return (
-        MarkerSet([m for m in [spec.function_open] if m] + closers),
-        MarkerSet(list(spec.name_ends) + [spec.param_open] + closers),
-        MarkerSet([spec.param_open] + fclose + closers),
-        MarkerSet([marker for marker, _kind in spec.key_ends]),
-        MarkerSet([spec.value_open] if spec.value_open else []),
-        MarkerSet([spec.param_close] + fclose + closers),
-    )
+class _Plan:
+    """What every body of one declaration and region close shares (built once, read only): the marker sets of
+    the states, the key markers' declared types, the followers that decide a value's close marker."""
+
+    __slots__ = ("spec", "region_close", "sets", "key_types", "followers", "undecided")
+
+    def __init__(self, spec: XmlParams, region_close: str | None) -> None:
+        self.spec = spec
+        self.region_close = region_close
+        closers = [region_close] if region_close else []
+        fclose = [spec.function_close] if spec.function_close else []
+        self.sets = (
+            MarkerSet([m for m in [spec.function_open] if m] + closers),
+            MarkerSet(list(spec.name_ends) + [spec.param_open] + closers),
+            MarkerSet([spec.param_open] + fclose + closers),
+            MarkerSet([marker for marker, _kind in spec.key_ends]),
+            MarkerSet([spec.value_open] if spec.value_open else []),
+            MarkerSet([spec.param_close] + fclose + closers),
+        )
+        self.key_types = dict(spec.key_ends)
+        self.followers = tuple(m for m in (spec.param_open, spec.function_close, region_close) if m)
+        self.undecided = _undecided(self.followers)
 
 
-@lru_cache(maxsize=256)
+_PLANS: dict[tuple[int, str | None], _Plan] = {}
+"""Plans by ``id`` of their declaration and the region close (the plan keeps the declaration, so the ``id`` is
+not reused while cached; a body is made per call, and hashing the frozen declaration would cost more than the
+rest of its set-up)."""
+_MAX_PLANS = 256
+
+
+def _plan(spec: XmlParams, region_close: str | None) -> _Plan:
+    key = (id(spec), region_close)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        plan = _PLANS[key] = _Plan(spec, region_close)
+    return plan
+
+
 def _undecided(followers: tuple[str, ...]) -> frozenset[str]:
     """The texts after a value's close marker (leading whitespace stripped) that leave it undecided: nothing
     yet, or the beginning of a follower that does not already start with a whole follower."""
@@ -82,11 +107,12 @@ class XmlParamsBody(Body):
         super().__init__(spec, emitter, types, max_depth, region_close)
         self.spec = spec
         self.region_close = region_close
-        sets = _xml_sets(spec, region_close)
+        plan = _plan(spec, region_close)
+        sets = plan.sets
         self.await_scan = MarkerScanner(sets[0])
         self.name_scan = MarkerScanner(sets[1])
         self.params_scan = MarkerScanner(sets[2])
-        self.key_types = dict(spec.key_ends)
+        self.key_types = plan.key_types
         self.key_scan = MarkerScanner(sets[3])
         self.vopen_scan = MarkerScanner(sets[4])
         self.value_scan = MarkerScanner(sets[5])
@@ -105,8 +131,8 @@ class XmlParamsBody(Body):
         self.value_started = False
         self.held_newline = ""
         self.value_parts: list[str] = []
-        self.followers = tuple(m for m in (spec.param_open, spec.function_close, region_close) if m)
-        self.undecided = _undecided(self.followers)
+        self.followers = plan.followers
+        self.undecided = plan.undecided
         self.closing = ""  # the text after a value's close marker, until it decides
 
     def feed(self, text: str) -> Fed:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from turnkit._json import pointer_join
+from turnkit._json import json_loads, pointer_join
 from turnkit.errors import (
     LimitExceededError,
     ParseError,
@@ -48,14 +48,6 @@ __all__ = [
 
 _IMMUTABLE = (str, int, float, bool, type(None))
 _GEMMA_REPLACE_BUDGET = 200_000_000
-_JSON_DECODE = json.JSONDecoder().decode
-
-
-def _json_loads(text: str) -> Any:
-    """``json.loads`` on a ``str`` without its keyword handling (same checks, same decoder settings)."""
-    if text.startswith("\ufeff"):
-        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-    return _JSON_DECODE(text)
 
 
 class Problem:
@@ -420,7 +412,7 @@ def _apply_parser(node: Node, content: Any, run: Run) -> Any:
     if parser == "gemma4-tool-call":
         content = _gemma4_json_to_json(content, run, pointer)
     try:
-        parsed: Any = _json_loads(content)
+        parsed: Any = json_loads(content)
     except json.JSONDecodeError as exc:
         if not node.allow_non_json:
             raise ParseError(
