@@ -62,14 +62,15 @@ def _args(job: dict[str, Path], *extra: str) -> list[str]:
 
 
 def _stop_mid_run(job: dict[str, Path], sig: int, *extra: str) -> tuple[int, str]:
-    """Start the run in a process group of its own; once a first batch is in the output, send ``sig`` to the
-    whole group (as a terminal's Ctrl-C does, or a kill of the job)."""
+    """Start the run in a process group of its own; once two batches are in the output, send ``sig`` to the
+    whole group (as a terminal's Ctrl-C does, or a kill of the job). Two: a batch whose bytes are visible may
+    still be cut back by the interruption (it lands before the write returns), the one before it may not."""
     output = job["output"]
     output.parent.mkdir()
     process = start_cli(*_args(job, *extra), start_new_session=True)
     try:
         deadline = time.monotonic() + 30
-        while not (output.exists() and b"\n" in output.read_bytes()) and process.poll() is None:
+        while not (output.exists() and output.read_bytes().count(b"\n") >= 8) and process.poll() is None:
             assert time.monotonic() < deadline, "no output row after 30 s"
             time.sleep(0.002)
         os.killpg(process.pid, sig)
