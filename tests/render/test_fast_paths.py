@@ -8,6 +8,7 @@ keys named like dict methods, out-of-range indexes, Markup, namespaces, long str
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -129,6 +130,54 @@ def test_tool_sets_of_other_types_are_not_confused() -> None:
         assert (
             template.render(CHAT, tools=tools) == reference_render(copy.deepcopy(CHAT), TOOLS_TEMPLATE, tools=tools)[1]
         )
+
+
+MUTATIONS: list[Callable[[dict[str, Any]], object]] = [
+    # in-place changes that keep the tool set == to what it was (1 -> 1.0 -> True -> 1, 0.0 -> -0.0, a list
+    # -> a tuple and back, a key moved to the end), so only an exact check sees them; then a nested value
+    lambda t: t["function"]["parameters"].__setitem__("n", 1.0),
+    lambda t: t["function"]["parameters"].__setitem__("n", True),
+    lambda t: t["function"]["parameters"].__setitem__("n", 1),
+    lambda t: t["function"]["parameters"].__setitem__("z", -0.0),
+    lambda t: t["function"].__setitem__("tags", ("a", "b")),
+    lambda t: t["function"].__setitem__("tags", ["a", "b"]),
+    lambda t: t["function"].__setitem__("name", t["function"].pop("name")),
+    lambda t: t["function"]["parameters"]["properties"]["city"].__setitem__("type", "integer"),
+]
+
+
+def test_a_tool_set_changed_in_place_to_an_equal_value_of_another_type_is_seen() -> None:
+    tool: dict[str, Any] = {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "tags": ["a", "b"],
+            "parameters": {"type": "object", "n": 1, "z": 0.0, "properties": {"city": {"type": "string"}}},
+        },
+    }
+    tools = [tool]
+    source = TOOLS_TEMPLATE + "{% for t in tools %}|{{ t.function.tags }}{% endfor %}"  # a tuple prints as one
+    template = ChatTemplate(source)
+    template._memos["default"] = None
+    before = template.render(CHAT, tools=tools)
+    for mutate in MUTATIONS:
+        mutate(tool)
+        after = template.render(CHAT, tools=tools)
+        assert after == reference_render(copy.deepcopy(CHAT), source, tools=tools)[1]
+        assert after != before
+        before = after
+
+
+def test_tool_sets_sharing_a_part_render_as_unshared_ones() -> None:
+    unit = {"type": "string", "enum": ["c", "f"]}
+    shared = [{"name": name, "parameters": {"unit": unit}} for name in ("a", "b")]
+    unshared = copy.deepcopy(shared)
+    unshared[1]["parameters"]["unit"] = copy.deepcopy(unit)
+    template = ChatTemplate(TOOLS_TEMPLATE)
+    template._memos["default"] = None
+    expected = reference_render(copy.deepcopy(CHAT), TOOLS_TEMPLATE, tools=shared)[1]
+    for tools in (shared, unshared, shared):
+        assert template.render(CHAT, tools=tools) == expected
 
 
 def test_function_tool_text_follows_the_function() -> None:
