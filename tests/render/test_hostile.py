@@ -267,3 +267,22 @@ def test_inputs_that_share_their_parts_are_bounded(where: str) -> None:
     kwargs = options if where == "kwarg" else ({where: options} if where != "content" else {})
     with pytest.raises(turnkit.TemplateLimitError, match="lists and dicts"):
         turnkit.apply_chat_template(conversation, "{{ messages|length }}", **kwargs)
+
+
+@pytest.mark.parametrize("where", ["content", "tools", "documents", "kwarg"])
+def test_inputs_that_contain_themselves_are_a_template_error(where: str) -> None:
+    """A dict that holds itself (a JSON schema's ``$ref`` resolved in place) is a typed error, not a bare
+    ``RecursionError``."""
+    cyclic: dict[str, object] = {"type": "object"}
+    cyclic["properties"] = {"self": cyclic}
+    conversation = [{"role": "user", "content": [cyclic] if where == "content" else "hi"}]
+    options: dict[str, object] = {
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": cyclic}}],
+        "documents": [cyclic],
+        "kwarg": {"extra": cyclic},
+        "content": {},
+    }[where]
+    kwargs = options if where == "kwarg" else ({where: options} if where != "content" else {})
+    with pytest.raises(TemplateError, match="refers to itself") as caught:
+        turnkit.apply_chat_template(conversation, "{{ messages|length }}", **kwargs)
+    assert caught.value.code == "template_input"

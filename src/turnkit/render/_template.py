@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import islice
 from typing import Any, Literal, overload
 
@@ -329,7 +330,8 @@ class ChatTemplate:
         if memo is _UNKNOWN:
             memo = self._memos[name] = _render_memo() if _deterministic(source) else None
         trusted: set[int] = set()
-        schemas = tool_schemas(tools, trusted)
+        with _input_depth():
+            schemas = tool_schemas(tools, trusted)
         key = None
         if memo is not None and not batched and TRACKER.get() is None and memo.seen(_fingerprint(conversation)):
             key = _memo_key(
@@ -356,12 +358,14 @@ class ChatTemplate:
         # continue_final_message edits the final message, so it needs a copy of the caller's messages
         copy = bool(continue_final_message)
         if batched:
-            chats = [plain_messages(chat, trusted, copy=copy) for chat in conversation]
+            with _input_depth():
+                chats = [plain_messages(chat, trusted, copy=copy) for chat in conversation]
             return [
                 self._render_chat(compiled, source, chat, shared, extra, continue_final_message, trusted)
                 for chat in chats
             ]
-        chat = plain_messages(conversation, trusted, copy=copy)
+        with _input_depth():
+            chat = plain_messages(conversation, trusted, copy=copy)
         prompt = self._render_chat(compiled, source, chat, shared, extra, continue_final_message, trusted)
         if key is not None and memo is not None:
             memo.put(key, prompt, prompt)
@@ -512,8 +516,15 @@ def _render_memo() -> FifoMemo[str]:
 
 
 def _plain(value: Any, trusted: set[int] | None = None) -> Any:
-    try:
+    with _input_depth():
         return plain_data(value, trusted)
+
+
+@contextlib.contextmanager
+def _input_depth() -> Iterator[None]:
+    """Copying the caller's input recurses per level: a value that holds itself is a typed error."""
+    try:
+        yield
     except RecursionError as exc:
         raise TemplateError("template input is nested too deeply (or refers to itself)", code="template_input") from exc
 
