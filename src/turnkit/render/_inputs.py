@@ -33,6 +33,7 @@ __all__ = [
     "plain_data",
     "plain_key",
     "plain_messages",
+    "too_deep",
     "tool_schemas",
     "tools_key",
 ]
@@ -58,6 +59,11 @@ _REASONING_KEYS = frozenset(REASONING_FIELDS)
 _DICT = frozenset({dict})
 
 
+def too_deep() -> TemplateError:
+    """The error for an input whose copy recursed too deep: nested absurdly, or holding itself."""
+    return TemplateError("template input is nested too deeply (or refers to itself)", code="template_input")
+
+
 def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) -> list[Any]:
     """The conversation's messages without ``None``-valued keys, as plain data (see :func:`plain_data`).
 
@@ -80,31 +86,21 @@ def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) 
         raise TemplateError(
             f"a conversation must be a list of message dicts, got {_describe(conversation)}", code="template_input"
         ) from exc
+    except RecursionError as exc:
+        raise too_deep() from exc
     trusted.add(id(messages))
     return messages
 
 
 def _adopt_message(message: dict[Any, Any], trusted: set[int]) -> dict[Any, Any] | None:
-    """``message`` itself when it is plain data shaped as a tree with no ``None`` value, a new dict of its
-    non-``None`` items (each adopted as it is) when only ``None`` values stand in the way, else None (rebuild it).
+    """``message`` itself when it is plain data shaped as a tree (:func:`adopt`) with no ``None`` value, a new
+    dict of its non-``None`` items when only ``None`` values stand in the way, else None (rebuild it).
 
-    One pass over the message: an assistant turn with ``content=None`` and tool calls no longer costs a deep copy.
+    An assistant turn with ``content=None`` and tool calls so costs no deep copy.
     """
-    if id(message) in trusted:
+    if not adopt(message, trusted):
         return None
-    trusted.add(id(message))
-    drop = False
-    for key, item in message.items():
-        if type(key) is not str and type(key) not in _SCALARS:
-            return None
-        if type(item) is str:
-            continue
-        if type(item) not in _SCALARS:
-            if not adopt(item, trusted):
-                return None
-        elif item is None:
-            drop = True
-    if not drop:
+    if None not in message.values():  # (the values are plain: only None equals None)
         return message
     kept = {key: item for key, item in message.items() if item is not None}
     _trust(kept, trusted)
@@ -219,27 +215,30 @@ def tool_schemas(tools: Any, trusted: set[int] | None = None) -> list[Any] | Non
     """
     if tools is None:
         return None
-    if trusted is not None and type(tools) is list and all(type(tool) is dict for tool in tools):
-        cached = _tool_set(tools)
-        if cached is not None:
-            trusted.update(cached[1])
-            return cached[0]
-    schemas: list[Any] = []
-    for tool in tools:
-        if isinstance(tool, dict):
-            schemas.append(tool if trusted is not None and adopt(tool, trusted) else plain_data(tool, trusted))
-        elif inspect.isfunction(tool) or inspect.ismethod(tool):
-            try:
-                schemas.append(_function_schema(tool, trusted))
-            except ToolSchemaError as exc:
-                # rendering fails as a TemplateError, like every other render failure; the cause names the argument
-                raise TemplateError(f"tool {getattr(tool, '__name__', tool)!r}: {exc}", code="tool_schema") from exc
-        else:
-            raise TemplateError(
-                f"tools must be JSON schemas (dicts) or Python functions with type hints and a docstring, "
-                f"got {_describe(tool)}",
-                code="tool_type",
-            )
+    try:
+        if trusted is not None and type(tools) is list and all(type(tool) is dict for tool in tools):
+            cached = _tool_set(tools)
+            if cached is not None:
+                trusted.update(cached[1])
+                return cached[0]
+        schemas: list[Any] = []
+        for tool in tools:
+            if isinstance(tool, dict):
+                schemas.append(tool if trusted is not None and adopt(tool, trusted) else plain_data(tool, trusted))
+            elif inspect.isfunction(tool) or inspect.ismethod(tool):
+                try:
+                    schemas.append(_function_schema(tool, trusted))
+                except ToolSchemaError as exc:
+                    # rendering fails as a TemplateError, like every other render failure; the cause names the argument
+                    raise TemplateError(f"tool {getattr(tool, '__name__', tool)!r}: {exc}", code="tool_schema") from exc
+            else:
+                raise TemplateError(
+                    f"tools must be JSON schemas (dicts) or Python functions with type hints and a docstring, "
+                    f"got {_describe(tool)}",
+                    code="tool_type",
+                )
+    except RecursionError as exc:
+        raise too_deep() from exc
     if trusted is not None:
         trusted.add(id(schemas))
     return schemas

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import islice
 from typing import Any, Literal, overload
 
@@ -32,6 +31,7 @@ from turnkit.render._inputs import (
     plain_data,
     plain_key,
     plain_messages,
+    too_deep,
     tool_schemas,
     tools_key,
 )
@@ -330,8 +330,7 @@ class ChatTemplate:
         if memo is _UNKNOWN:
             memo = self._memos[name] = _render_memo() if _deterministic(source) else None
         trusted: set[int] = set()
-        with _input_depth():
-            schemas = tool_schemas(tools, trusted)
+        schemas = tool_schemas(tools, trusted)
         key = None
         if memo is not None and not batched and TRACKER.get() is None and memo.seen(_fingerprint(conversation)):
             key = _memo_key(
@@ -358,14 +357,12 @@ class ChatTemplate:
         # continue_final_message edits the final message, so it needs a copy of the caller's messages
         copy = bool(continue_final_message)
         if batched:
-            with _input_depth():
-                chats = [plain_messages(chat, trusted, copy=copy) for chat in conversation]
+            chats = [plain_messages(chat, trusted, copy=copy) for chat in conversation]
             return [
                 self._render_chat(compiled, source, chat, shared, extra, continue_final_message, trusted)
                 for chat in chats
             ]
-        with _input_depth():
-            chat = plain_messages(conversation, trusted, copy=copy)
+        chat = plain_messages(conversation, trusted, copy=copy)
         prompt = self._render_chat(compiled, source, chat, shared, extra, continue_final_message, trusted)
         if key is not None and memo is not None:
             memo.put(key, prompt, prompt)
@@ -516,17 +513,10 @@ def _render_memo() -> FifoMemo[str]:
 
 
 def _plain(value: Any, trusted: set[int] | None = None) -> Any:
-    with _input_depth():
-        return plain_data(value, trusted)
-
-
-@contextlib.contextmanager
-def _input_depth() -> Iterator[None]:
-    """Copying the caller's input recurses per level: a value that holds itself is a typed error."""
     try:
-        yield
+        return plain_data(value, trusted)
     except RecursionError as exc:
-        raise TemplateError("template input is nested too deeply (or refers to itself)", code="template_input") from exc
+        raise too_deep() from exc
 
 
 def _tag_final_message(chat: list[dict[str, Any]], source: str, continue_final_message: bool | str) -> Any:
