@@ -82,6 +82,15 @@ EXPRESSIONS = [
 ]
 
 
+def _matches_transformers(source: str) -> None:
+    """Rendering CHAT gives transformers' text, or fails where transformers fails."""
+    ours = _ours(source, CHAT)
+    theirs = reference_render(copy.deepcopy(CHAT), source)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "ok":
+        assert ours[1] == theirs[1]
+
+
 def _ours(source: str, conversation: Any, **kwargs: Any) -> tuple[str, Any]:
     try:
         return "ok", ChatTemplate(source).render(copy.deepcopy(conversation), **kwargs)
@@ -91,11 +100,7 @@ def _ours(source: str, conversation: Any, **kwargs: Any) -> tuple[str, Any]:
 
 @pytest.mark.parametrize("source", EXPRESSIONS)
 def test_fast_paths_match_transformers(source: str) -> None:
-    ours = _ours(source, CHAT)
-    theirs = reference_render(copy.deepcopy(CHAT), source)
-    assert ours[0] == theirs[0], (ours, theirs)
-    if ours[0] == "ok":
-        assert ours[1] == theirs[1]
+    _matches_transformers(source)
 
 
 def test_a_missing_key_prints_nothing_and_fails_on_use() -> None:
@@ -232,11 +237,7 @@ def test_tool_json_with_any_arguments_matches_transformers(printed: str) -> None
     ],
 )
 def test_macro_calls_match_transformers(source: str) -> None:
-    ours = _ours(source, CHAT)
-    theirs = reference_render(copy.deepcopy(CHAT), source)
-    assert ours[0] == theirs[0], (ours, theirs)
-    if ours[0] == "ok":
-        assert ours[1] == theirs[1]
+    _matches_transformers(source)
 
 
 def test_tool_sets_from_many_threads() -> None:

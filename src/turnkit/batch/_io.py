@@ -280,12 +280,13 @@ def _json_row(line: str, number: int) -> dict[str, Any]:
 def complete_rows(path: str | os.PathLike[str]) -> int:
     """Rows already written to an output (for resume): whole lines only; a cut last line is removed."""
     path = os.fspath(path)
-    if file_kind(path) == "parquet":
+    parquet = file_kind(path) == "parquet"
+    if parquet:
         pq = _pyarrow_parquet()
         _recover_parquet(path, pq)
     if not os.path.exists(path):
         return 0
-    if file_kind(path) == "parquet":
+    if parquet:
         try:
             return int(pq.ParquetFile(path).metadata.num_rows)
         except Exception as exc:  # noqa: BLE001
