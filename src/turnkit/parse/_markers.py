@@ -28,7 +28,6 @@ class MarkerSet:
         "_first1",
         "plain_prefixes",
         "loud",
-        "tail",
     )
 
     def __init__(self, markers: Iterable[str]) -> None:
@@ -39,19 +38,17 @@ class MarkerSet:
         ).search
         """The first (earliest, then longest) marker in a text."""
         self.prefixes = frozenset(m[:k] for m in unique for k in range(1, len(m)))
-        # The longest suffix of a text that is a proper prefix of some marker: the earliest match of any prefix
-        # that runs to the end.
-        tail = "|".join(re.escape(p) for p in sorted(self.prefixes, key=len, reverse=True))
-        self.tail: Callable[[str, int], re.Match[str] | None] = re.compile(f"(?:{tail})\\Z" if tail else "(?!)").search
         self._first = "".join(sorted({m[0] for m in unique}))
         self.longest = max((len(m) for m in unique), default=1)
         self.prefixes_of_longer = frozenset(m for m in unique if m in self.prefixes)
         # Where a marker could start: one character (the usual "<") is tested with ``in``, several with a class.
         self._first1 = self._first if len(self._first) == 1 else ""
         self._first_re = re.compile(f"[{re.escape(self._first)}]") if len(self._first) > 1 else None
-        self.loud: Callable[[str], object] = re.compile(f"[{re.escape(self._first)}]" if unique else "(?!)").search
-        """Whether a marker can start in a text (a match, else ``None``): the negation of :meth:`quiet` as one
-        C call, for the engine's hot path."""
+        self.loud: Callable[..., re.Match[str] | None] = re.compile(
+            f"[{re.escape(self._first)}]" if unique else "(?!)"
+        ).search
+        """Where a marker can start in a text (from an optional position; a match, else ``None``): the negation of
+        :meth:`quiet` as one C call, for the engine's hot path."""
         # No marker occurs inside another marker's beginning past its first character (true of "<tag>"-style
         # markers): then a held prefix extended into a longer prefix is held as a whole, nothing released.
         self.plain_prefixes = not any(m in p[1:] for p in self.prefixes for m in unique)
@@ -105,12 +102,18 @@ class MarkerScanner:
                 return buffer[:at], None, ""
             self.held = ""
             return buffer[:at], marker, buffer[at + len(marker) :]
-        if not final and markers.loud(buffer[-markers.longest :]) is not None:
-            tail = markers.tail(buffer, max(0, len(buffer) - markers.longest + 1))
-            if tail is not None:
-                at = tail.start()
-                self.held = buffer[at:]
-                return buffer[:at], None, ""
+        if not final:
+            # The earliest position in the last ``longest - 1`` characters where the rest is a marker's beginning:
+            # only where a marker's first character is (a lookup each, no pattern of every prefix).
+            loud = markers.loud
+            at = len(buffer) - markers.longest + 1
+            found = loud(buffer, at if at > 0 else 0)
+            while found is not None:
+                at = found.start()
+                if buffer[at:] in markers.prefixes:
+                    self.held = buffer[at:]
+                    return buffer[:at], None, ""
+                found = loud(buffer, at + 1)
         self.held = ""
         return buffer, None, ""
 
