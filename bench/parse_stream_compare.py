@@ -6,8 +6,9 @@
 Each copy runs in its own process over the same streams: every model-output corpus record under its own format
 (prefix and tools as ``tests/parse/test_corpus.py`` gives them) at chunk sizes 1, 2, 3, 4, 5, 7, 16, whole and
 two random 1-9 cuttings; every corpus output under each built-in format at sizes 1 and 3; the outputs of
-``bench/parse_stream.py`` at sizes 1, 4 and 7. A stream's record is the deltas of each ``feed`` and of
-``close``, the message, or the error raised (type and text). Prints the number of streams and the ones that differ.
+``bench/parse_stream.py`` at sizes 1, 4 and 7; over-long parameter keys cut in every way. A stream's record is
+the deltas of each ``feed`` and of ``close``, the message, or the error raised (type and text). Prints the number
+of streams and the ones that differ.
 """
 
 from __future__ import annotations
@@ -70,6 +71,19 @@ def _streams() -> Iterator[tuple[str, Any, dict[str, Any], list[str]]]:
         for i, text in enumerate(outputs):
             for size in (1, 3):
                 yield f"{name}:{i}/{size}", fmt, {}, _cut(text, size)
+    # A parameter key over MAX_NAME cut inside its end marker: the held beginning carries over to the next key.
+    key = "k" * 520
+    for i, text in enumerate(
+        (
+            f"<tool_call>f\n<arg_key>{key}</arg_key><arg_value>1</arg_value><arg_key>b</arg_key>"
+            "<arg_value>2</arg_value></tool_call>",
+            f"<tool_call>f\n<arg_key>{key}</ar</arg_key><arg_value>1</arg_value><arg_key>b</arg_key>x</tool_call> y",
+        )
+    ):
+        for size in range(1, 12):
+            for skip in range(8):
+                pieces = [text[:skip], *_cut(text[skip:], size)] if skip else _cut(text, size)
+                yield f"long-key:{i}/{size}/{skip}", load_format("glm45"), {}, pieces
     for name, make in (("hermes", hermes_output), ("qwen3_coder_xml", qwen_output)):
         text = make(3000)
         for size in (1, 4, 7):

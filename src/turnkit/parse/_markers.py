@@ -21,11 +21,8 @@ class MarkerSet:
         "markers",
         "search",
         "prefixes",
-        "_first",
         "longest",
         "prefixes_of_longer",
-        "_first_re",
-        "_first1",
         "plain_prefixes",
         "loud",
     )
@@ -38,29 +35,18 @@ class MarkerSet:
         ).search
         """The first (earliest, then longest) marker in a text."""
         self.prefixes = frozenset(m[:k] for m in unique for k in range(1, len(m)))
-        self._first = "".join(sorted({m[0] for m in unique}))
+        first = "".join(sorted({m[0] for m in unique}))
         self.longest = max((len(m) for m in unique), default=1)
         self.prefixes_of_longer = frozenset(m for m in unique if m in self.prefixes)
-        # Where a marker could start: one character (the usual "<") is tested with ``in``, several with a class.
-        self._first1 = self._first if len(self._first) == 1 else ""
-        self._first_re = re.compile(f"[{re.escape(self._first)}]") if len(self._first) > 1 else None
         self.loud: Callable[..., re.Match[str] | None] = re.compile(
-            f"[{re.escape(self._first)}]" if unique else "(?!)"
+            f"[{re.escape(first)}]" if unique else "(?!)"
         ).search
-        """Where a marker can start in a text (from an optional position; a match, else ``None``): the negation of
-        :meth:`quiet` as one C call, for the engine's hot path."""
+        """Where a marker can start in a text (from an optional position; a match, else ``None``): ``None`` means
+        no marker and no marker's beginning is in the text, so a scanner holding nothing would release all of it.
+        One C call, for the hot paths."""
         # No marker occurs inside another marker's beginning past its first character (true of "<tag>"-style
         # markers): then a held prefix extended into a longer prefix is held as a whole, nothing released.
         self.plain_prefixes = not any(m in p[1:] for p in self.prefixes for m in unique)
-
-    def quiet(self, text: str) -> bool:
-        """Whether no marker can start anywhere in ``text`` (none of their first characters is in it): then
-        ``text`` holds no marker and no marker's beginning, so a scanner holding nothing releases all of it."""
-        if self._first1:
-            return self._first1 not in text
-        if self._first_re is None:
-            return True
-        return self._first_re.search(text) is None
 
 
 class MarkerScanner:

@@ -27,8 +27,6 @@ __all__ = ["XmlParamsBody"]
 
 
 class _State(enum.Enum):
-    __hash__ = object.__hash__  # members are singletons: hashed by identity, not by name in Python (a dict key)
-
     AWAIT = enum.auto()
     """Before a function: its opening marker (``function_open``)."""
     NAME = enum.auto()
@@ -52,24 +50,34 @@ _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\u2028\u2029]')
 
 
 class _Plan:
-    """What every body of one declaration and region close shares (built once, read only): the marker sets of
-    the states, the key markers' declared types, the followers that decide a value's close marker."""
+    """What every body of one declaration and region close shares (built once, read only): the marker set of
+    each state, the key markers' declared types, the followers that decide a value's close marker."""
 
-    __slots__ = ("spec", "region_close", "sets", "key_types", "followers", "undecided")
+    __slots__ = (
+        "spec",
+        "region_close",
+        "await_",
+        "name",
+        "params",
+        "key",
+        "vopen",
+        "value",
+        "key_types",
+        "followers",
+        "undecided",
+    )
 
     def __init__(self, spec: XmlParams, region_close: str | None) -> None:
         self.spec = spec
         self.region_close = region_close
         closers = [region_close] if region_close else []
         fclose = [spec.function_close] if spec.function_close else []
-        self.sets = (
-            MarkerSet([m for m in [spec.function_open] if m] + closers),
-            MarkerSet(list(spec.name_ends) + [spec.param_open] + closers),
-            MarkerSet([spec.param_open] + fclose + closers),
-            MarkerSet([marker for marker, _kind in spec.key_ends]),
-            MarkerSet([spec.value_open] if spec.value_open else []),
-            MarkerSet([spec.param_close] + fclose + closers),
-        )
+        self.await_ = MarkerSet([m for m in [spec.function_open] if m] + closers)
+        self.name = MarkerSet(list(spec.name_ends) + [spec.param_open] + closers)
+        self.params = MarkerSet([spec.param_open] + fclose + closers)
+        self.key = MarkerSet([marker for marker, _kind in spec.key_ends])
+        self.vopen = MarkerSet([spec.value_open] if spec.value_open else [])
+        self.value = MarkerSet([spec.param_close] + fclose + closers)
         self.key_types = dict(spec.key_ends)
         self.followers = tuple(m for m in (spec.param_open, spec.function_close, region_close) if m)
         self.undecided = _undecided(self.followers)
@@ -107,23 +115,15 @@ class XmlParamsBody(Body):
         super().__init__(spec, emitter, types, max_depth, region_close)
         self.spec = spec
         self.region_close = region_close
-        plan = _plan(spec, region_close)
-        sets = plan.sets
-        self.await_scan = MarkerScanner(sets[0])
-        self.name_scan = MarkerScanner(sets[1])
-        self.params_scan = MarkerScanner(sets[2])
+        self.plan = plan = _plan(spec, region_close)
         self.key_types = plan.key_types
-        self.key_scan = MarkerScanner(sets[3])
-        self.vopen_scan = MarkerScanner(sets[4])
-        self.value_scan = MarkerScanner(sets[5])
-        self._scans = {
-            _AWAIT: self.await_scan,
-            _NAME: self.name_scan,
-            _PARAMS: self.params_scan,
-            _KEY: self.key_scan,
-            _VALUE_OPEN: self.vopen_scan,
-        }
-        self.state = _AWAIT if spec.function_open else _NAME
+        # One scanner: its marker set is the state's, switched where the state changes (held text is empty there,
+        # a marker having just been found; but see ``key_held``).
+        if spec.function_open:
+            self.state, self.scan = _AWAIT, MarkerScanner(plan.await_)
+        else:
+            self.state, self.scan = _NAME, MarkerScanner(plan.name)
+        self.key_held = ""  # a key's held beginning when the key ran over MAX_NAME: the next key starts from it
         self.text_buf = ""
         self.function = ""
         self.kind = ""
@@ -137,20 +137,22 @@ class XmlParamsBody(Body):
 
     def feed(self, text: str) -> Fed:
         spec = self.spec
+        scan = self.scan
+        plan = self.plan
         while text:
             state = self.state
             if state is _AWAIT:
-                before, marker, text = self.await_scan.scan(text)
+                before, marker, text = scan.scan(text)
                 if before.strip() and not self.out.calls:
                     return REJECT
                 if marker is None:
                     return None
                 if marker == self.region_close:
                     return marker + text
-                self.state = _NAME
+                self.state, scan.markers = _NAME, plan.name
                 self.text_buf = ""
             elif state is _NAME:
-                before, marker, text = self.name_scan.scan(text)
+                before, marker, text = scan.scan(text)
                 self.text_buf += before
                 if len(self.text_buf) > MAX_NAME:
                     return REJECT
@@ -165,31 +167,36 @@ class XmlParamsBody(Body):
                 self.out.start_call(name)
                 self.out.args("{")
                 self.count = 0
-                self.state = _PARAMS
+                self.state, scan.markers = _PARAMS, plan.params
                 if marker not in spec.name_ends:
                     text = marker + text
             elif state is _PARAMS:
-                _before, marker, text = self.params_scan.scan(text)
+                _before, marker, text = scan.scan(text)
                 if marker is None:
                     return None
                 if marker == spec.param_open:
-                    self.state = _KEY
+                    self.state, scan.markers = _KEY, plan.key
+                    scan.held, self.key_held = self.key_held, ""
                     self.text_buf = ""
                     continue
                 self.out.args("}")
                 self.out.end_call()
                 if marker == self.region_close:
                     return marker + text
-                self.state = _AWAIT if spec.function_open else _NAME
+                if spec.function_open:
+                    self.state, scan.markers = _AWAIT, plan.await_
+                else:
+                    self.state, scan.markers = _NAME, plan.name
                 self.text_buf = ""
                 if not spec.function_open:
                     return text
             elif state is _KEY:
-                before, marker, text = self.key_scan.scan(text)
+                before, marker, text = scan.scan(text)
                 self.text_buf += before
                 if len(self.text_buf) > MAX_NAME:
                     self.out.incomplete = True
-                    self.state = _PARAMS
+                    self.state, scan.markers = _PARAMS, plan.params
+                    scan.held, self.key_held = "", scan.held
                     continue
                 if marker is None:
                     return None
@@ -204,14 +211,17 @@ class XmlParamsBody(Body):
                 self.text_buf = ""
                 self.value_started = False
                 self.held_newline = ""
-                self.state = _VALUE_OPEN if spec.value_open else _VALUE
+                if spec.value_open:
+                    self.state, scan.markers = _VALUE_OPEN, plan.vopen
+                else:
+                    self.state, scan.markers = _VALUE, plan.value
             elif state is _VALUE_OPEN:
-                _before, marker, text = self.vopen_scan.scan(text)
+                _before, marker, text = scan.scan(text)
                 if marker is None:
                     return None
-                self.state = _VALUE
+                self.state, scan.markers = _VALUE, plan.value
             elif state is _VALUE:
-                before, marker, text = self.value_scan.scan(text)
+                before, marker, text = scan.scan(text)
                 self._value_text(before)
                 if marker is None:
                     return None
@@ -221,7 +231,7 @@ class XmlParamsBody(Body):
                 else:
                     self._value_end()
                     text = marker + text
-                    self.state = _PARAMS
+                    self.state, scan.markers = _PARAMS, plan.params
             elif state is _CLOSING:
                 self.closing += text
                 head = self.closing.lstrip()
@@ -230,7 +240,7 @@ class XmlParamsBody(Body):
                 text, self.closing = self.closing, ""
                 if head.startswith(self.followers):
                     self._value_end()
-                    self.state = _PARAMS
+                    self.state, scan.markers = _PARAMS, plan.params
                 else:  # the close marker was part of the value: read on as value text
                     self._value_text(spec.param_close)
                     self.state = _VALUE
@@ -240,8 +250,8 @@ class XmlParamsBody(Body):
         """Value text, name and key text, text between parameters and more of a marker's beginning in one step; any
         other chunk through ``fed`` (see :meth:`Body.fast`)."""
         state = self.state
+        scan = self.scan
         if state is _VALUE:
-            scan = self.value_scan
             held = scan.held
             if held:
                 if scan.hold_more(text):
@@ -284,18 +294,17 @@ class XmlParamsBody(Body):
                 self.closing = closing
                 return []
             return self.fed(text)
-        scan = self._scans[state]
         if scan.held:
             return [] if scan.hold_more(text) else self.fed(text)  # inside a marker's beginning: feed() would wait
         if state is _PARAMS or (state is _AWAIT and self.out.calls):
             # Between parameters or functions the text before a marker is skipped: what matters is whether a
             # marker completes here (then feed() does the work, on the scanner as it was).
-            if scan.markers.quiet(text):
+            if scan.markers.loud(text) is None:
                 return []
             if scan.scan(text)[1] is None:
                 return []
             scan.held = ""
-        elif (state is _NAME or state is _KEY) and scan.markers.quiet(text):
+        elif (state is _NAME or state is _KEY) and scan.markers.loud(text) is None:
             if len(self.text_buf) + len(text) <= MAX_NAME:
                 self.text_buf += text  # more of the name or key (as feed() collects it)
                 return []
@@ -351,7 +360,7 @@ class XmlParamsBody(Body):
     def close(self) -> None:
         if self.state is _CLOSING:  # the output ended after a close marker: it closed the value
             self._value_end()
-            self.state = _PARAMS
+            self.state, self.scan.markers = _PARAMS, self.plan.params
         state = self.state
         if state is _AWAIT and not self.out.in_call:
             return
