@@ -684,11 +684,18 @@ class StreamParser:
             self._content(region.opened)
             raw = "".join(replay or [])
             return raw[len(region.opened) :] if region.spec.keep_open else raw
-        if region.spec.close is None:
+        close = region.spec.close
+        if close is None:
             self._leave_region()
-        else:
-            self._mode = _AFTER
-            self._scanner = MarkerScanner(self._c.close_markers[id(region.spec)])
+            return rest
+        markers = self._c.close_markers[id(region.spec)]
+        if rest.startswith(close) and not markers.prefixes_of_longer:
+            # The close marker right after the body (what the scan after it would find first): the region ends here.
+            self._after_space = ""
+            self._leave_region()
+            return rest[len(close) :]
+        self._mode = _AFTER
+        self._scanner = MarkerScanner(markers)
         return rest
 
     def _leave_region(self) -> None:
