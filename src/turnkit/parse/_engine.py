@@ -210,6 +210,7 @@ class StreamParser:
         self._size = 0
         self._max_input = limits.max_input_chars
         self._fast: Callable[[str], list[Delta] | None] | None = None  # set by _arm (see there)
+        self._lane_body: Body | None = None  # set by _arm: the body whose lane feed may take (see Body.lane)
         self._fast_loud = self._c.content_markers.loud  # set by _arm: the current scanner's markers' test
         self._mode = _CONTENT
         self._scanner = MarkerScanner(self._c.content_markers)
@@ -242,6 +243,16 @@ class StreamParser:
         if fast is not None and type(text) is str and text:
             size = self._size + len(text)
             if size <= self._max_input:
+                body = self._lane_body
+                if body is not None and body.lane is not None:
+                    stop, also, sink, index = body.lane
+                    if stop not in text and also not in text:  # more of the same text: kept, and its delta (Body.lane)
+                        sink.append(text)
+                        self._size = size
+                        return (
+                            [] if index < 0 else [{"tool_calls": [{"index": index, "function": {"arguments": text}}]}]
+                        )
+                    body.lane = None
                 try:
                     deltas = fast(text)
                 except BaseException:
@@ -304,6 +315,7 @@ class StreamParser:
         Inside a body it is the decoder's own step, which takes every chunk (while the body may still reject the
         region, wrapped to keep the replay of the region's text); in content, reasoning or after a body,
         a chunk in which no marker completes; elsewhere, more of a marker's beginning."""
+        self._lane_body = None
         out = self._out
         if out.holding or out.deltas or self._prefix_pending:
             return
@@ -328,7 +340,11 @@ class StreamParser:
         replay = region.replay
         if replay is not None and len(self._out.calls) != region.calls_at_entry:
             replay = region.replay = None  # a call started: the body can no longer reject (as _body_feed)
-        self._fast = body.fast if replay is None else self._fast_replaying
+        body.lane = None  # (set by the body's own step from here on)
+        if replay is None:
+            self._fast, self._lane_body = body.fast, body
+        else:
+            self._fast = self._fast_replaying
 
     def _fast_replaying(self, text: str) -> list[Delta] | None:
         """Armed in a body that may still reject its region: the body's step, the text kept for the replay (as

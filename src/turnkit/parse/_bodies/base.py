@@ -19,6 +19,7 @@ __all__ = [
     "WS",
     "Body",
     "Fed",
+    "Lane",
     "Reject",
     "ToolTypes",
     "after_fence",
@@ -29,6 +30,11 @@ __all__ = [
 
 ToolTypes = dict[str, dict[str, Any]]
 """Tool name -> parameter name -> JSON schema of that parameter."""
+
+Lane = tuple[str, str, list[str], int]
+"""A body's lane (:attr:`Body.lane`): two stop characters (the same one twice if there is one; two ``in`` tests
+cost less than a pattern's search), the list a chunk is appended to, and the index of the call whose argument
+delta the chunk is (``-1``: no delta)."""
 
 
 class Reject(enum.Enum):
@@ -63,6 +69,11 @@ class Body:
         self.out = emitter
         self.types = types
         self.max_depth = max_depth
+        self.lane: Lane | None = None
+        """Set by :meth:`fast` after a chunk that was only more text of a run (a JSON string in the arguments, an
+        untyped raw value): while the next chunks have no stop character, the engine's ``feed`` takes them itself
+        (no call into the body): each is appended to the lane's list and, with an index, is an argument delta of
+        that call. The engine clears it before any other chunk reaches the body."""
 
     def feed(self, text: str) -> Fed:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -366,6 +366,8 @@ class JsonCallsBody(Body):
                     return self.out.take()
                 self.end = rest
                 return None
+        elif self.sink is not None:  # string text in the arguments: so are the next chunks without a quote or backslash
+            self.lane = ('"', "\\", self.sink, self.sink_index)
         sink = self.sink
         if sink is not None:  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
             sink.append(text)

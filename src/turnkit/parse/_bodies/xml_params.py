@@ -65,6 +65,7 @@ class _Plan:
         "key_types",
         "followers",
         "undecided",
+        "value_stops",
     )
 
     def __init__(self, spec: XmlParams, region_close: str | None) -> None:
@@ -78,6 +79,9 @@ class _Plan:
         self.key = MarkerSet([marker for marker, _kind in spec.key_ends])
         self.vopen = MarkerSet([spec.value_open] if spec.value_open else [])
         self.value = MarkerSet([spec.param_close] + fclose + closers)
+        firsts = sorted({marker[0] for marker in self.value.markers})
+        self.value_stops = "".join(firsts) if len(firsts) <= 2 else ""
+        """Where a value's markers can start, when one or two characters (a raw value's lane, see Body.lane)."""
         self.key_types = dict(spec.key_ends)
         self.followers = tuple(m for m in (spec.param_open, spec.function_close, region_close) if m)
         self.undecided = _undecided(self.followers)
@@ -257,7 +261,10 @@ class XmlParamsBody(Body):
                 if scan.hold_more(text):
                     return []
             elif scan.markers.loud(text) is None:  # no value-ending marker can start here: all of it is value text
-                if self.kind != "string":
+                if self.kind != "string":  # kept until the value ends: so are the next chunks where none can start
+                    stops = self.plan.value_stops
+                    if stops:
+                        self.lane = (stops[0], stops[-1], self.value_parts, -1)
                     self.value_parts.append(text)
                     return []
                 if self.spec.trim == "space" and self.value_started and _NEEDS_ESCAPE.search(text) is None:
