@@ -20,7 +20,6 @@ __all__ = ["JsonDepthGauge", "JsonValueScanner", "json_string_body", "json_text"
 
 _STRING_STOP = re.compile(r'["\\]')
 _NEST_STOP = re.compile(r'["{}\[\]]')
-_BRACKET = re.compile(r"[{}\[\]]")
 _SCALAR = re.compile(r"[^\s,\]}\)<]*")
 _PLAIN_STRING = re.compile(r'"([^"\\\x00-\x1f]*)"')
 
@@ -93,18 +92,6 @@ class JsonValueScanner:
                 if self.depth == 0:
                     return pos
         return -1
-
-    def skim(self, text: str) -> int:
-        """:meth:`feed` for a value already begun (not a bare scalar), the chunks that cannot end it in one step."""
-        if not self.escape and "\\" not in text:
-            if self.in_string and '"' not in text:
-                return -1
-            if self.depth and _BRACKET.search(text) is None:
-                # Quotes only, inside an object or array: each one opens or closes a string; the value goes on.
-                if text.count('"') & 1:
-                    self.in_string = not self.in_string
-                return -1
-        return self.feed(text)
 
 
 class JsonDepthGauge:

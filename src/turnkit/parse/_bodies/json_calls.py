@@ -359,13 +359,25 @@ class JsonCallsBody(Body):
         if scanner.escape or not scanner.in_string or '"' in text or "\\" in text:  # (else: more string text)
             if scanner.scalar:
                 return self.fed(text)
-            stop = scanner.skim(text)
-            if stop >= 0:  # the value ends in the chunk: the walk goes on from there (as fed)
-                rest = self.feed(text, self._value_piece(text, 0, stop))
-                if rest is None:
-                    return self.out.take()
-                self.end = rest
-                return None
+            if (
+                scanner.depth
+                and not scanner.escape
+                and "\\" not in text
+                and "{" not in text
+                and "}" not in text
+                and "[" not in text
+                and "]" not in text
+            ):  # quotes only, inside an object or array: each opens or closes a string, the value goes on
+                if text.count('"') & 1:
+                    scanner.in_string = not scanner.in_string
+            else:
+                stop = scanner.feed(text)
+                if stop >= 0:  # the value ends in the chunk: the walk goes on from there (as fed)
+                    rest = self.feed(text, self._value_piece(text, 0, stop))
+                    if rest is None:
+                        return self.out.take()
+                    self.end = rest
+                    return None
         elif self.sink is not None:  # string text in the arguments: so are the next chunks without a quote or backslash
             self.lane = ('"', "\\", self.sink, self.sink_index)
         sink = self.sink
