@@ -712,6 +712,9 @@ class StreamParser:
             return rest[len(close) :]
         self._mode = _AFTER
         self._scanner = MarkerScanner(markers)
+        if not rest.strip() and markers.loud(rest) is None:
+            self._after_space += rest  # only whitespace, no marker's beginning: what _after_scanned keeps of it
+            return ""
         return rest
 
     def _leave_region(self) -> None:

@@ -445,13 +445,15 @@ class JsonCallsBody(Body):
         end = len(text)
         role = self.role
         piece = text[pos:] if stop < 0 else text[pos : pos + stop]
-        if role is _ARGS and self.started and not self.string_args:
+        streamed = role is _ARGS and self.started and not self.string_args
+        if streamed:
             self.out.args(piece)
         elif role is not _SKIP:
             self.value_parts.append(piece)
         if stop < 0:
             return end
-        self._value_done()
+        if not streamed and role is not _SKIP:  # (streamed arguments and skipped values leave nothing to do)
+            self._value_done()
         self.state = _AFTER
         return pos + stop
 
