@@ -298,7 +298,8 @@ class StreamParser:
                 region = self._region
                 assert region is not None and region.body is not None
                 text = self._body_ended(region, region.body.end, region.replay)
-            self._run(text)
+            if text:
+                self._run(text)
             deltas = self._out.take()
             self._arm()
             return deltas
@@ -372,7 +373,9 @@ class StreamParser:
         if marker is None:
             return before
         self._fast = None
-        self._run(scanned(before, marker, rest))
+        rest = scanned(before, marker, rest)
+        if rest:
+            self._run(rest)
         deltas = self._out.take()
         self._arm()
         return deltas
