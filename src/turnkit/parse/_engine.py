@@ -19,7 +19,7 @@ from typing import Any
 from turnkit.errors import LimitExceededError, UsageError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.messages import AssistantMessage
-from turnkit.parse._bodies import REJECT, Body, Fed, ToolTypes, make_body
+from turnkit.parse._bodies import REJECT, Body, Fed, ToolTypes, body_class
 from turnkit.parse._emit import CONTENT, REASONING, Delta, Emitter
 from turnkit.parse._json_scan import JsonDepthGauge
 from turnkit.parse._markers import MarkerScanner, MarkerSet
@@ -114,7 +114,9 @@ class _Compiled:
             id(s): MarkerSet([c.open for c in s.calls] + ([s.close] if s.close else [])) for s in spec.sections
         }
         self.close_markers: dict[int, MarkerSet] = {}
+        self.bodies: dict[int, type[Body]] = {}  # each region's decoder, by the region's id
         for region in list(spec.tools) + [c for s in spec.sections for c in s.calls]:
+            self.bodies[id(region)] = body_class(region.body)
             reopen = getattr(region.body, "function_open", None)
             markers = [m for m in (region.close, reopen) if m]
             self.close_markers[id(region)] = MarkerSet(markers)
@@ -662,7 +664,8 @@ class StreamParser:
 
     # -- tool regions --------------------------------------------------------------------------------
     def _make_body(self, region: ToolRegion) -> Body:
-        return make_body(region.body, self._out, self._types, self._limits.max_json_depth, region.close)
+        body = self._c.bodies[id(region)]
+        return body(region.body, self._out, self._types, self._limits.max_json_depth, region.close)
 
     def _enter_body(self, spec: ToolRegion, marker: str, text: str) -> str:
         region = _Region(spec, self._make_body(spec), marker, len(self._out.calls))

@@ -104,6 +104,10 @@ class _End:
         self.value = value
 
 
+_WAIT = _End(None)
+"""The common end: the body goes on (built once; an ``_End`` is never changed)."""
+
+
 class JsonCallsBody(Body):
     """``{"name": ..., "arguments": {...}}`` or ``[{...}, ...]``: a depth-1 walk, argument values streamed raw."""
 
@@ -189,7 +193,7 @@ class JsonCallsBody(Body):
             if len(self.opening) > _MAX_FENCE_LINE:
                 return _End(REJECT)
             if newline < 0:
-                return _End(None)
+                return _WAIT
             self.state = _START
             self.fenced = True
             return newline + 1
@@ -235,7 +239,7 @@ class JsonCallsBody(Body):
             self.wrapped = ""
             return _End(self._done(stripped[len(closing) :]))
         if closing.startswith(stripped):
-            return _End(None)
+            return _WAIT
         self.wrapped = ""
         return _End(self._done(stripped))
 
@@ -314,7 +318,7 @@ class JsonCallsBody(Body):
             self.key_raw += text[pos:]
             if len(self.key_raw) > MAX_NAME:
                 return _End(self._give_up(""))
-            return _End(None)
+            return _WAIT
         self.key_raw += text[pos : pos + stop]
         self._key_done()
         return pos + stop
