@@ -215,7 +215,9 @@ class StreamParser:
         self._lane_body: Body | None = None  # set by _arm: the body whose lane feed may take (see Body.lane)
         self._fast_loud = self._c.content_markers.loud  # set by _arm: the current scanner's markers' test
         self._mode = _CONTENT
-        self._scanner = MarkerScanner(self._c.content_markers)
+        self._scanner = MarkerScanner(
+            self._c.content_markers
+        )  # (one scanner: each mode sets its markers, holding nothing)
         self._at_start = True  # no content text yet (``at_start`` regions and header starts)
         # reasoning
         self._reasoning: Reasoning | None = None
@@ -467,7 +469,7 @@ class StreamParser:
         if harmony is not None and prefix is not None and prefix.rstrip().endswith(harmony.starts_in_header_after):
             self._mode = _HEADER
             self._header = ""
-            self._scanner = MarkerScanner(self._c.header_markers)
+            self._scanner.markers, self._scanner.held = self._c.header_markers, ""
             return
         for reasoning in self.spec.reasoning:
             if _opens_reasoning(reasoning, prefix):
@@ -487,7 +489,7 @@ class StreamParser:
         self._mode = _REASONING
         self._reasoning = reasoning
         self._reasoning_fresh = True
-        self._scanner = MarkerScanner(self._c.reasoning_markers[id(reasoning)])
+        self._scanner.markers, self._scanner.held = self._c.reasoning_markers[id(reasoning)], ""
         self._held = [opening] if held else None
         self._held_reasoning = []
 
@@ -519,7 +521,7 @@ class StreamParser:
             self._reasoning_fresh = False
             return
         self._mode = _CONTENT
-        self._scanner = MarkerScanner(self._c.content_markers)
+        self._scanner.markers, self._scanner.held = self._c.content_markers, ""
         self._stray_close = None
 
     # -- the machine ------------------------------------------------------------------------------------
@@ -616,7 +618,7 @@ class StreamParser:
             close = region.spec.close
             if self._mode is _CONTENT and close is not None and close not in self._c.content_actions:
                 self._stray_close = close
-                self._scanner = MarkerScanner(self._c.stray_close_markers(close))
+                self._scanner.markers, self._scanner.held = self._c.stray_close_markers(close), ""
             return space + before + held + ("" if marker is None else marker + text)
         if marker is None:
             self._after_space += before
@@ -637,7 +639,7 @@ class StreamParser:
     def _content_marker(self, marker: str, text: str) -> str:
         if marker == self._stray_close:
             self._stray_close = None
-            self._scanner = MarkerScanner(self._c.content_markers)
+            self._scanner.markers, self._scanner.held = self._c.content_markers, ""
             return text
         kind, target = self._c.content_actions[marker]
         if kind is _Action.REASONING:
@@ -651,7 +653,7 @@ class StreamParser:
         elif kind is _Action.SECTION:
             self._section = target
             self._mode = _SECTION
-            self._scanner = MarkerScanner(self._c.section_markers[id(target)])
+            self._scanner.markers, self._scanner.held = self._c.section_markers[id(target)], ""
         elif kind is _Action.END:
             self._mode = _DONE
         elif kind is _Action.HEADER_AT_START and not self._at_start:
@@ -659,7 +661,7 @@ class StreamParser:
         elif kind is _Action.HEADER or kind is _Action.HEADER_AT_START:
             self._mode = _HEADER
             self._header = marker
-            self._scanner = MarkerScanner(self._c.header_markers)
+            self._scanner.markers, self._scanner.held = self._c.header_markers, ""
         return text
 
     # -- tool regions --------------------------------------------------------------------------------
@@ -717,7 +719,7 @@ class StreamParser:
             self._leave_region()
             return rest[len(close) :]
         self._mode = _AFTER
-        self._scanner = MarkerScanner(markers)
+        self._scanner.markers, self._scanner.held = markers, ""
         if not rest.strip() and markers.loud(rest) is None:
             self._after_space += rest  # only whitespace, no marker's beginning: what _after_scanned keeps of it
             return ""
@@ -730,7 +732,7 @@ class StreamParser:
         section = self._section
         if region is not None and section is not None and region.spec in section.calls:
             self._mode = _SECTION
-            self._scanner = MarkerScanner(self._c.section_markers[id(section)])
+            self._scanner.markers, self._scanner.held = self._c.section_markers[id(section)], ""
         else:
             self._section = None
             self._enter_content()
@@ -805,7 +807,7 @@ class StreamParser:
         recipient = recipients[-1] if recipients else None
         channels = patterns.channel.findall(header) if patterns.channel is not None else []
         channel = channels[-1] if channels else None
-        self._scanner = MarkerScanner(self._c.h_text_markers)
+        self._scanner.markers, self._scanner.held = self._c.h_text_markers, ""
         prefix = harmony.recipient_prefix
         if recipient is not None and recipient.startswith(prefix) and len(recipient) > len(prefix):
             self._out.start_call(recipient[len(prefix) :])
