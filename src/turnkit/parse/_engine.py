@@ -215,9 +215,8 @@ class StreamParser:
         self._lane_body: Body | None = None  # set by _arm: the body whose lane feed may take (see Body.lane)
         self._fast_loud = self._c.content_markers.loud  # set by _arm: the current scanner's markers' test
         self._mode = _CONTENT
-        self._scanner = MarkerScanner(
-            self._c.content_markers
-        )  # (one scanner: each mode sets its markers, holding nothing)
+        # One scanner for the parser's life: each mode switch sets its marker set, holding nothing.
+        self._scanner = MarkerScanner(self._c.content_markers)
         self._at_start = True  # no content text yet (``at_start`` regions and header starts)
         # reasoning
         self._reasoning: Reasoning | None = None
