@@ -198,7 +198,8 @@ class Emitter:
         if self._open == field:
             self._open_parts.append(text)
             return
-        self._seal()
+        if self._open is not None:  # (the common case, nothing open, without the call)
+            self._seal()
         delta = {field: ""}
         self.deltas.append(delta)
         self._open, self._open_into, self._open_name, self._open_parts = field, delta, field, [text]
@@ -212,7 +213,8 @@ class Emitter:
 
     # -- tool calls --------------------------------------------------------------------------------
     def start_call(self, name: str, call_id: str | None = None) -> None:
-        self._seal()
+        if self._open is not None:
+            self._seal()
         index = len(self.calls)
         if not call_id:
             call_id = self.id_pattern.format(index=index)
@@ -236,7 +238,8 @@ class Emitter:
         if self._open == index:
             self._open_parts.append(text)
             return
-        self._seal()
+        if self._open is not None:
+            self._seal()
         function = {"arguments": ""}
         self.deltas.append({"tool_calls": [{"index": index, "function": function}]})
         self._open, self._open_into, self._open_name, self._open_parts = index, function, "arguments", [text]
@@ -312,8 +315,9 @@ class Emitter:
 
     # -- end ---------------------------------------------------------------------------------------
     def take(self) -> list[Delta]:
-        if self._open is not None:
-            self._seal()
+        if self._open is not None:  # (_seal, inlined: take ends every chunk that emits)
+            self._open_into[self._open_name] = "".join(self._open_parts)
+            self._open = None
         if self._hold is not None:
             at = self._hold[0]
             out, self.deltas = self.deltas[:at], self.deltas[at:]
