@@ -82,10 +82,10 @@ EXPRESSIONS = [
 ]
 
 
-def _matches_transformers(source: str) -> None:
-    """Rendering CHAT gives transformers' text, or fails where transformers fails."""
-    ours = _ours(source, CHAT)
-    theirs = reference_render(copy.deepcopy(CHAT), source)
+def _matches_transformers(source: str, conversation: list[dict[str, Any]] = CHAT) -> None:
+    """Rendering ``conversation`` gives transformers' text, or fails where transformers fails."""
+    ours = _ours(source, conversation)
+    theirs = reference_render(copy.deepcopy(conversation), source)
     assert ours[0] == theirs[0], (ours, theirs)
     if ours[0] == "ok":
         assert ours[1] == theirs[1]

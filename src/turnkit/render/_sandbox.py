@@ -28,7 +28,7 @@ import jinja2.ext
 import jinja2.nodes as nodes
 from jinja2 import filters as jinja_filters
 from jinja2 import tests as jinja_tests
-from jinja2.compiler import CodeGenerator, Frame, optimizeconst
+from jinja2.compiler import CodeGenerator, Frame, find_undeclared, optimizeconst
 from jinja2.runtime import Context, LoopContext, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
 from jinja2.utils import Namespace, generate_lorem_ipsum
@@ -50,6 +50,7 @@ from turnkit.render._fragments import (
     wrap_loop,
 )
 from turnkit.render._inputs import frozen_json
+from turnkit.render._loops import LOOP_EXPRESSIONS, plain_loop_body
 from turnkit.render._memo import FifoMemo
 from turnkit.render._spans import MARKS, TRACKER
 
@@ -216,6 +217,10 @@ class _GuardedCodeGenerator(CodeGenerator):
     def visit_Template(self, node: nodes.Template, frame: Frame | None = None) -> None:
         _GuardRewriter().visit(node)
         self._finalized: list[str] = []
+        # the ``loop`` variables of the loops being compiled, innermost last: (its Python name, whether it holds
+        # a ``(index0, length, sequence)`` tuple for a list or tuple, see _loops); the next loop header's kind
+        self._loops: list[tuple[str, bool]] = []
+        self._next_loop_plain = False
         memos = []
         if getattr(self.environment, "fragments", False):
             also_read = macro_names(node)
@@ -225,12 +230,29 @@ class _GuardedCodeGenerator(CodeGenerator):
         super().visit_Template(node, frame)
         for memo in memos:
             self.writeline(f"{memo} = environment.fragment_memo()")
+        self.writeline("from turnkit.render._loops import plain_loop as tk_plain_loop")
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
         fragment = as_fragment(node.body[0]) if len(node.body) == 1 else None
         if fragment is not None:
             self.writeline(f"{fragment.state} = None")
+        depth = len(self._loops)
+        # jinja2 writes a LoopContext header when the body reads ``loop`` (see CodeGenerator.visit_For)
+        uses_loop = "loop" in find_undeclared(node.iter_child_nodes(only=("body",)), ("loop",))
+        self._next_loop_plain = uses_loop and plain_loop_body(node)
         super().visit_For(node, frame)
+        del self._loops[depth:]
+
+    def write(self, x: str) -> None:
+        # jinja2's loop header ``for <target>, l_1_loop in LoopContext(<iterable>, undefined):``, met before the
+        # body: remember which ``loop`` it binds, and bind a plain loop's to tk_plain_loop's tuples instead
+        if x.startswith(", ") and x.endswith(" in LoopContext("):
+            ref = x[2 : -len(" in LoopContext(")]
+            self._loops.append((ref, self._next_loop_plain))
+            if self._next_loop_plain:
+                x = f", {ref} in tk_plain_loop("
+            self._next_loop_plain = False
+        super().write(x)
 
     def visit_ScopedEvalContextModifier(self, node: nodes.ScopedEvalContextModifier, frame: Frame) -> None:
         fragment = as_fragment(node)
@@ -280,6 +302,12 @@ class _GuardedCodeGenerator(CodeGenerator):
         tmp = self.temporary_identifier()
         attr = node.attr
         if attr in _LOOP_ATTRIBUTES and isinstance(node.node, nodes.Name) and node.node.name == "loop":
+            if self._plain_loop(frame):
+                # a plain loop's ``loop`` is its tuple on a list or tuple, else the LoopContext (see _loops)
+                self.write(f"(({LOOP_EXPRESSIONS[attr].format(tmp)}) if type({tmp} := ")
+                self.visit(node.node, frame)
+                self.write(f") is tuple else {tmp}.{attr})")
+                return
             self.write(f"({tmp}.{attr} if type({tmp} := ")
             self.visit(node.node, frame)
             self.write(f") is LoopContext else environment.getattr({tmp}, {attr!r}))")
@@ -287,6 +315,14 @@ class _GuardedCodeGenerator(CodeGenerator):
             self._dict_item(node.node, attr, frame, "getattr")
         else:
             super().visit_Getattr(node, frame)
+
+    def _plain_loop(self, frame: Frame) -> bool:
+        """Whether ``loop`` here names a plain loop's variable (see _loops)."""
+        ref = frame.symbols.find_ref("loop")
+        for name, plain in reversed(self._loops):
+            if name == ref:
+                return plain
+        return False
 
     @optimizeconst
     def visit_Getitem(self, node: nodes.Getitem, frame: Frame) -> None:
