@@ -1,4 +1,5 @@
-"""Loops compiled without jinja2's ``LoopContext`` (render/_loops.py) give what transformers 5.23 and plain jinja2 give.
+"""Loops compiled without jinja2's ``LoopContext``, and a variable's items read again from the last dict read
+(render/_loops.py), give what transformers 5.23 and plain jinja2 give.
 
 Each template runs through both sides of the run-time test (a list or tuple takes the plain path; a string, a
 dict, a generator, a range and a list longer than the loops counted up front keep the ``LoopContext``), and the
@@ -61,6 +62,27 @@ PLAIN = [
     "{% for m in messages %}{{ loop.previtem.missing }}{{ loop.nextitem.content }}{% endfor %}",
 ]
 
+# the same item read again: from the same dict, another dict, a rebound variable, a missing key, values that are
+# not dicts (strings, namespaces, undefined), in nested loops, their else branches and ``{% set %}`` blocks
+KEPT_ITEMS = [
+    "{% for m in messages %}{% if m['role'] == 'system' %}S{% elif m.role == 'user' %}U{{ m.content }}"
+    "{% elif m['role'] == 'tool' %}T{{ m['content'] }}{% else %}{{ m.role }}{{ m.content }}{% endif %}{% endfor %}",
+    "{% for m in messages %}{{ m.role }}{% set m = messages[0] %}{{ m.role }}{% set m = 'x' %}{{ m.role }}|"
+    "{% endfor %}",
+    "{% for m in messages %}{{ m.nope }}{{ m.nope is defined }}{{ m.role }}{% set m = {'nope': 1} %}{{ m.nope }}"
+    "{% endfor %}",
+    "{% for m in messages %}{% for c in [m, messages[0], m] %}{{ c.role }}{{ m.role }}{% else %}{{ m.role }}"
+    "{% endfor %}{% endfor %}",
+    "{% for m in messages %}{% for m in [messages[-1], m] %}{{ m.role }}{% endfor %}{{ m.role }};{% endfor %}",
+    "{% set ns = namespace(role='n') %}{% for m in [ns, messages[1], 'str', ns] %}{{ m.role }}{{ m.role is defined }}"
+    "{% endfor %}",
+    "{% for m in messages %}{% set x %}{{ m.role }}{{ m.role }}{% endset %}{{ x }}{% endfor %}",
+    "{% for m in messages %}{{ m.content.upper() }}{{ m.content.upper }}{{ m.content }}{% endfor %}",
+    "{% macro f(m) %}{{ m.role }}{% endmacro %}{% for m in messages %}{{ f(m) }}{{ m.role }}{{ f(messages[0]) }}"
+    "{{ m.role }}{% endfor %}",
+    "{% for m in messages %}{{ m.role.nope }}{% endfor %}{% for m in messages %}{{ m.role }}{{ m.role }}{% endfor %}",
+]
+
 NOT_PLAIN = [
     "{% for m in messages %}{{ loop.cycle('a', 'b') }}{{ loop.index }}{% endfor %}",
     "{% for m in messages %}{{ loop.changed(m.role) }}{% endfor %}",
@@ -80,7 +102,7 @@ def _compiled(source: str) -> str:
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("source", PLAIN + NOT_PLAIN)
+@pytest.mark.parametrize("source", PLAIN + KEPT_ITEMS + NOT_PLAIN)
 def test_loops_match_transformers(source: str) -> None:
     _matches_transformers(source, CHAT)
 
@@ -145,3 +167,19 @@ def test_past_the_ends_is_jinja2s_undefined_value(source: str, hint: str) -> Non
     assert "tk_plain_loop(" in _compiled(source)
     with pytest.raises(TemplateError, match=hint):
         ChatTemplate(source).render(CHAT)
+
+
+@pytest.mark.parametrize("source", KEPT_ITEMS[:7])
+def test_repeated_items_are_kept(source: str) -> None:
+    assert "tk_unset" in _compiled(source).split("def root", 1)[1].split("\nblocks = ", 1)[0]
+
+
+@pytest.mark.parametrize("prefix_cache", [False, True])
+def test_kept_items_follow_the_object_not_the_name(prefix_cache: bool) -> None:
+    # every read of ``m.role`` after a rebinding must see the new dict, in every iteration
+    source = KEPT_ITEMS[1]
+    expected = _JINJA.from_string(source).render(messages=CHAT)
+    assert ChatTemplate(source, prefix_cache=prefix_cache).render(CHAT) == expected
+    assert ChatTemplate(source, prefix_cache=prefix_cache).render(CHAT[::-1]) == _JINJA.from_string(source).render(
+        messages=CHAT[::-1]
+    )

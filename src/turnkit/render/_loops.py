@@ -13,18 +13,28 @@ the loops counted up front) still gets a ``LoopContext``, and the generated code
 Why this is exact: templates cannot mutate a list (the immutable sandbox refuses it) nor rebind ``loop`` (jinja2
 refuses to compile that), so the sequence, its length and the position are what ``LoopContext`` would read;
 ``previtem``/``nextitem`` past the ends are the same ``environment.undefined(hint)`` call ``LoopContext`` makes.
+
+Item reuse: a loop body often reads the same item of a variable again and again (``message['role']`` in every
+``elif``). :func:`repeated_items` finds those reads; the code generator keeps, per variable and key, the last
+dict read and its item, and answers a read of the same dict object with that item (whatever the variable holds
+by then: the test is on the object). That is exact because a dict cannot
+change during a render (the immutable sandbox refuses every mutating method, and the fast paths call only
+``get``/``items``/``keys``/``values``), and the kept reference keeps the dict alive, so no other object can
+take its identity. Only reads compiled into the loop's own Python function count (not inside a macro, call
+block, ``{% block %}``, a nested loop's filter or a recursive loop's body, which run as functions of their own).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from itertools import repeat
 from typing import Any
 
 import jinja2.nodes as nodes
 from jinja2.runtime import LoopContext
 
-__all__ = ["LOOP_EXPRESSIONS", "loop_properties", "plain_loop", "plain_loop_body"]
+__all__ = ["LOOP_EXPRESSIONS", "loop_properties", "plain_loop", "plain_loop_body", "repeated_items"]
 
 # ``loop.<name>`` on a ``(index0, length, sequence)`` tuple held in ``{0}``: what the LoopContext property returns
 # for a list or tuple (``last`` is "no item after this one", ``revindex`` is ``length - index0``, ``depth`` of a
@@ -97,3 +107,38 @@ def loop_properties(body: Iterable[nodes.Node]) -> set[str] | None:
 
 def _is_loop(node: nodes.Node) -> bool:
     return isinstance(node, nodes.Name) and node.name == "loop"
+
+
+def repeated_items(node: nodes.For, skip: AbstractSet[str]) -> list[list[nodes.Getattr | nodes.Getitem]]:
+    """The reads ``x.key`` / ``x['key']`` of a variable in the loop's body, grouped by variable and key, for the
+    pairs read more than once (``skip``: keys never read as items, such as dict method names)."""
+    if node.recursive:
+        return []
+    reads: dict[tuple[str, str], list[nodes.Getattr | nodes.Getitem]] = {}
+
+    def walk(child: nodes.Node) -> None:
+        if isinstance(child, _FUNCTIONS):
+            return
+        if isinstance(child, nodes.For):
+            for part in (child.iter, *child.else_, *([] if child.recursive else child.body)):
+                walk(part)
+            return
+        key: Any = None
+        if isinstance(child, nodes.Getattr):
+            key = child.attr
+        elif isinstance(child, nodes.Getitem) and isinstance(child.arg, nodes.Const):
+            key = child.arg.value
+        target = getattr(child, "node", None)
+        if type(key) is str and key not in skip and isinstance(target, nodes.Name) and target.name != "loop":
+            reads.setdefault((target.name, key), []).append(child)  # type: ignore[arg-type]
+            return
+        for grandchild in child.iter_child_nodes():
+            walk(grandchild)
+
+    for stmt in node.body:
+        walk(stmt)
+    return [found for found in reads.values() if len(found) > 1]
+
+
+_FUNCTIONS = (nodes.Macro, nodes.CallBlock, nodes.Block)
+"""Nodes compiled as Python functions of their own: a read inside one cannot use the loop function's locals."""

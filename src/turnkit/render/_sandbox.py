@@ -50,7 +50,7 @@ from turnkit.render._fragments import (
     wrap_loop,
 )
 from turnkit.render._inputs import frozen_json
-from turnkit.render._loops import LOOP_EXPRESSIONS, plain_loop_body
+from turnkit.render._loops import LOOP_EXPRESSIONS, plain_loop_body, repeated_items
 from turnkit.render._memo import FifoMemo
 from turnkit.render._spans import MARKS, TRACKER
 
@@ -221,6 +221,9 @@ class _GuardedCodeGenerator(CodeGenerator):
         # a ``(index0, length, sequence)`` tuple for a list or tuple, see _loops); the next loop header's kind
         self._loops: list[tuple[str, bool]] = []
         self._next_loop_plain = False
+        # reads of a loop variable's item answered from the last dict read (see _loops): node id -> the locals
+        # holding that dict and its item
+        self._kept_items: dict[int, tuple[str, str]] = {}
         memos = []
         if getattr(self.environment, "fragments", False):
             also_read = macro_names(node)
@@ -231,12 +234,18 @@ class _GuardedCodeGenerator(CodeGenerator):
         for memo in memos:
             self.writeline(f"{memo} = environment.fragment_memo()")
         self.writeline("from turnkit.render._loops import plain_loop as tk_plain_loop")
+        self.writeline("tk_unset = object()")
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
         fragment = as_fragment(node.body[0]) if len(node.body) == 1 else None
         if fragment is not None:
             self.writeline(f"{fragment.state} = None")
         depth = len(self._loops)
+        for reads in repeated_items(node, _DICT_ATTRIBUTES):
+            if id(reads[0]) not in self._kept_items:  # not already kept by an enclosing loop
+                owner, value = self.temporary_identifier(), self.temporary_identifier()
+                self.writeline(f"{owner} = tk_unset")
+                self._kept_items.update((id(read), (owner, value)) for read in reads)
         # jinja2 writes a LoopContext header when the body reads ``loop`` (see CodeGenerator.visit_For)
         uses_loop = "loop" in find_undeclared(node.iter_child_nodes(only=("body",)), ("loop",))
         self._next_loop_plain = uses_loop and plain_loop_body(node)
@@ -312,7 +321,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             self.visit(node.node, frame)
             self.write(f") is LoopContext else environment.getattr({tmp}, {attr!r}))")
         elif attr not in _DICT_ATTRIBUTES:
-            self._dict_item(node.node, attr, frame, "getattr")
+            self._dict_item(node.node, attr, frame, "getattr", self._kept_items.get(id(node)))
         else:
             super().visit_Getattr(node, frame)
 
@@ -333,7 +342,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             key = None
         tmp = self.temporary_identifier()
         if type(key) is str and key not in _DICT_ATTRIBUTES:
-            self._dict_item(node.node, key, frame, "getitem")
+            self._dict_item(node.node, key, frame, "getitem", self._kept_items.get(id(node)))
         elif type(key) is int:
             self.write(f"({tmp}[{key!r}] if type({tmp} := ")
             self.visit(node.node, frame)
@@ -343,14 +352,29 @@ class _GuardedCodeGenerator(CodeGenerator):
         else:
             super().visit_Getitem(node, frame)
 
-    def _dict_item(self, node: nodes.Expr, key: str, frame: Frame, hook: str) -> None:
-        """A dict's item, or the undefined value the sandbox gives for a missing key that is no dict attribute."""
+    def _dict_item(
+        self, node: nodes.Expr, key: str, frame: Frame, hook: str, kept: tuple[str, str] | None = None
+    ) -> None:
+        """A dict's item, or the undefined value the sandbox gives for a missing key that is no dict attribute.
+
+        ``kept``: the locals holding the last dict this read found the key in and its item (see _loops): the same
+        dict object again is answered with that item.
+        """
         tmp, is_dict = self.temporary_identifier(), self.temporary_identifier()
-        self.write(f"({tmp}[{key!r}] if ({is_dict} := type({tmp} := ")
-        self.visit(node, frame)
+        if kept is None:
+            self.write(f"({tmp}[{key!r}] if ({is_dict} := type({tmp} := ")
+            self.visit(node, frame)
+            self.write(f") is dict) and {key!r} in {tmp} else ")
+        else:
+            owner, value = kept
+            self.write(f"({value} if ({tmp} := ")
+            self.visit(node, frame)
+            self.write(
+                f") is {owner} else ({value} := {tmp}[{key!r}]) if ({is_dict} := type({tmp}) is dict) and "
+                f"{key!r} in {tmp} and ({owner} := {tmp}) is {tmp} else "
+            )
         self.write(
-            f") is dict) and {key!r} in {tmp} else environment.undefined(obj={tmp}, name={key!r}) if {is_dict} "
-            f"else environment.{hook}({tmp}, {key!r}))"
+            f"environment.undefined(obj={tmp}, name={key!r}) if {is_dict} else environment.{hook}({tmp}, {key!r}))"
         )
 
     def visit_Call(self, node: nodes.Call, frame: Frame, forward_caller: bool = False) -> None:
