@@ -28,6 +28,7 @@ __all__ = [
     "adopt",
     "alias_reasoning_fields",
     "frozen_json",
+    "frozen_slot",
     "input_size",
     "PlainPickler",
     "plain_data",
@@ -312,6 +313,11 @@ def _freeze(value: Any) -> None:
     if len(_FROZEN) >= _FROZEN_MAX:
         _FROZEN.clear()  # only a cost: cleared objects print through the encoder again, and key by content
     _FROZEN[id(value)] = [value, {}, next(_SERIALS)]
+
+
+frozen_slot = _FROZEN.get
+"""The ``[value, JSON texts, serial]`` slot kept under an object's id, if any: the slot of a private tool schema
+when ``slot[0]`` is that object (what :func:`frozen_json` checks; the code generator inlines the check)."""
 
 
 def frozen_json(value: Any) -> list[Any] | None:

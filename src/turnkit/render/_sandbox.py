@@ -79,6 +79,7 @@ _INLINE_TESTS: dict[str, tuple[str, str]] = {
 }
 _PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
 _JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)
+_JSON_DEFAULTS = (False, None, None, False)  # ``tojson``'s (ensure_ascii, indent, separators, sort_keys) defaults
 _encode_str = json.encoder.encode_basestring
 
 
@@ -235,6 +236,8 @@ class _GuardedCodeGenerator(CodeGenerator):
             self.writeline(f"{memo} = environment.fragment_memo()")
         self.writeline("from turnkit.render._loops import plain_loop as tk_plain_loop")
         self.writeline("tk_unset = object()")
+        self.writeline("from turnkit.render._inputs import frozen_slot as tk_frozen_slot")
+        self.writeline("from json.encoder import encode_basestring as tk_encode_str")
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
         fragment = as_fragment(node.body[0]) if len(node.body) == 1 else None
@@ -438,6 +441,14 @@ class _GuardedCodeGenerator(CodeGenerator):
             )
             self.write(")")
             return
+        if (
+            node.name == "tojson"
+            and node.node is not None
+            and not (node.args or node.kwargs or node.dyn_args or node.dyn_kwargs)
+            and self.environment.filters.get("tojson") == getattr(self.environment, "_tojson", None)
+        ):
+            self._tojson(node, frame)
+            return
         if node.name not in (_ADD_FILTER, _CONCAT_FILTER) or not isinstance(node.node, nodes.List):
             super().visit_Filter(node, frame)
             return
@@ -463,6 +474,27 @@ class _GuardedCodeGenerator(CodeGenerator):
         super().visit_Filter(
             nodes.Filter(nodes.List(held, lineno=node.lineno), node.name, [], [], None, None, lineno=node.lineno),
             frame,
+        )
+        self.write(")")
+
+    def _tojson(self, node: nodes.Filter, frame: Frame) -> None:
+        """``x | tojson``: what :meth:`TemplateSandbox._tojson` returns without a check that could fail or charge:
+        a string short enough that neither its size check nor its text's can fail, and a private tool schema
+        whose text is already built (and short)."""
+        assert node.node is not None
+        tmp, slot, text = (self.temporary_identifier() for _ in range(3))
+        limit = self.environment.limits.max_sequence_length  # type: ignore[attr-defined]
+        short = min(limit, (_FREE_BYTES - 3) // 6)  # at most 6 characters per character, plus the quotes
+        self.write(f"(tk_encode_str({tmp}) if (type({tmp} := ")
+        self.visit(node.node, frame)
+        self.write(
+            f") is str and len({tmp}) <= {short}) else {text}[0] if type({tmp}) is dict and "
+            f"({slot} := tk_frozen_slot(id({tmp}))) is not None and {slot}[0] is {tmp} and "
+            f"({text} := {slot}[1].get({_JSON_DEFAULTS!r})) is not None and {text}[1] <= {limit} and "
+            f"len({text}[0]) < {_FREE_BYTES} else "
+        )
+        super().visit_Filter(
+            nodes.Filter(_internal_name(tmp, node.lineno), "tojson", [], [], None, None, lineno=node.lineno), frame
         )
         self.write(")")
 
