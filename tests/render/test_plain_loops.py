@@ -81,6 +81,9 @@ KEPT_ITEMS = [
     "{% macro f(m) %}{{ m.role }}{% endmacro %}{% for m in messages %}{{ f(m) }}{{ m.role }}{{ f(messages[0]) }}"
     "{{ m.role }}{% endfor %}",
     "{% for m in messages %}{{ m.role.nope }}{% endfor %}{% for m in messages %}{{ m.role }}{{ m.role }}{% endfor %}",
+    # a namespace changes during the render: its reads are never kept
+    "{% set ns = namespace(n=0, d={'a': 1}) %}{% for m in messages %}{{ ns.n }}{% set ns.n = ns.n + 1 %}{{ ns.n }}"
+    "{{ ns.d.a }}{% set ns.d = {'a': ns.n} %}{{ ns.d.a }}{% endfor %}",
 ]
 
 NOT_PLAIN = [

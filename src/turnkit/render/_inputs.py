@@ -67,20 +67,23 @@ def too_deep() -> TemplateError:
 def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) -> list[Any]:
     """The conversation's messages without ``None``-valued keys, as plain data (see :func:`plain_data`).
 
-    Messages that already are plain (the usual case) are used as they are: templates cannot mutate what they
-    are given; one with ``None``-valued keys is a new dict holding its other values as they are (see
-    :func:`_adopt_message`). ``copy=True`` rebuilds every message (for callers that edit the result).
+    A message that already is plain data shaped as a tree (:func:`adopt`) is used as it is: templates cannot
+    mutate what they are given. When only its ``None`` values stand in the way (an assistant turn with
+    ``content=None`` and tool calls), it is a new dict of its other items, the caller's own (plain, never
+    mutated), instead of a deep copy. Anything else is rebuilt. ``copy=True`` rebuilds every message (for callers
+    that edit the result).
     """
     messages: list[Any] = []
     try:
         for message in conversation:
             if type(message) is not dict:
                 message = {k: v for k, v in message.items()}  # noqa: C416 - Mappings as transformers reads them
-            elif not copy:
-                adopted = _adopt_message(message, trusted)
-                if adopted is not None:
-                    messages.append(adopted)
-                    continue
+            elif not copy and adopt(message, trusted):
+                if None in message.values():  # (the values are plain: only None equals None)
+                    message = {key: item for key, item in message.items() if item is not None}
+                    _trust(message, trusted)
+                messages.append(message)
+                continue
             messages.append(_plain_dict(message, trusted, drop_none=True))
     except (AttributeError, TypeError) as exc:
         raise TemplateError(
@@ -90,21 +93,6 @@ def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) 
         raise too_deep() from exc
     trusted.add(id(messages))
     return messages
-
-
-def _adopt_message(message: dict[Any, Any], trusted: set[int]) -> dict[Any, Any] | None:
-    """``message`` itself when it is plain data shaped as a tree (:func:`adopt`) with no ``None`` value, a new
-    dict of its non-``None`` items when only ``None`` values stand in the way, else None (rebuild it).
-
-    An assistant turn with ``content=None`` and tool calls so costs no deep copy.
-    """
-    if not adopt(message, trusted):
-        return None
-    if None not in message.values():  # (the values are plain: only None equals None)
-        return message
-    kept = {key: item for key, item in message.items() if item is not None}
-    _trust(kept, trusted)
-    return kept
 
 
 def adopt(value: Any, trusted: set[int]) -> bool:

@@ -238,6 +238,9 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("tk_unset = object()")
         self.writeline("from turnkit.render._inputs import frozen_slot as tk_frozen_slot")
         self.writeline("from json.encoder import encode_basestring as tk_encode_str")
+        self.writeline("from turnkit.render._sandbox import _TemplateNamespace as tk_namespace")
+        self.writeline("from turnkit.render._sandbox import _PLAIN_VALUES as tk_plain_values")
+        self.writeline("tk_getattribute = object.__getattribute__")
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
         fragment = as_fragment(node.body[0]) if len(node.body) == 1 else None
@@ -376,9 +379,15 @@ class _GuardedCodeGenerator(CodeGenerator):
                 f") is {owner} else ({value} := {tmp}[{key!r}]) if ({is_dict} := type({tmp}) is dict) and "
                 f"{key!r} in {tmp} and ({owner} := {tmp}) is {tmp} else "
             )
-        self.write(
-            f"environment.undefined(obj={tmp}, name={key!r}) if {is_dict} else environment.{hook}({tmp}, {key!r}))"
-        )
+        self.write(f"environment.undefined(obj={tmp}, name={key!r}) if {is_dict} else ")
+        if hook == "getattr" and key[:1] != "_":
+            # ``ns.system``: a plain value of a namespace, what TemplateSandbox.getattr returns for it
+            item = self.temporary_identifier()
+            self.write(
+                f"{item} if type({tmp}) is tk_namespace and type({item} := tk_getattribute({tmp}, "
+                f"'_Namespace__attrs').get({key!r}, tk_unset)) in tk_plain_values else "
+            )
+        self.write(f"environment.{hook}({tmp}, {key!r}))")
 
     def visit_Call(self, node: nodes.Call, frame: Frame, forward_caller: bool = False) -> None:
         # ``message.get('x', [])`` on a dict, ``content.strip()`` on a str: the method itself. Only with
