@@ -267,9 +267,10 @@ def instructions(template: str | None, runs: int) -> int:
     from _callgrind import count
 
     where = ["--template", template] if template else []
+    seed = {"PYTHONHASHSEED": "0"}  # the same dict and set layouts in every run
     for kind in ("json", "python"):
-        base, _ = count([sys.executable, __file__, *where, "--worker", kind, "--runs", "0"])
-        total, _ = count([sys.executable, __file__, *where, "--worker", kind, "--runs", str(runs)])
+        base, _ = count([sys.executable, __file__, *where, "--worker", kind, "--runs", "0"], env=seed)
+        total, _ = count([sys.executable, __file__, *where, "--worker", kind, "--runs", str(runs)], env=seed)
         print(f"{kind:>6} tools: {(total - base) / runs:>10,.0f} instructions per cold render")
     return 0
 
