@@ -15,12 +15,13 @@ refuses to compile that), so the sequence, its length and the position are what 
 ``previtem``/``nextitem`` past the ends are the same ``environment.undefined(hint)`` call ``LoopContext`` makes.
 
 Item reuse: a loop body often reads the same item of a variable again and again (``message['role']`` in every
-``elif``). :func:`repeated_items` finds those reads; the code generator keeps, per variable and key, the last
-dict read and its item, and answers a read of the same dict object with that item (whatever the variable holds
-by then: the test is on the object). That is exact because a dict cannot change during a render (the immutable
-sandbox refuses every mutating method, and the fast paths call only ``get``/``items``/``keys``/``values``), and
-the kept reference keeps the dict alive, so no other object can take its identity. Only reads compiled into the loop's own Python function count (not inside a macro, call
-block, ``{% block %}``, a nested loop's filter or a recursive loop's body, which run as functions of their own).
+``elif``). :func:`repeated_items` finds those reads; the code generator keeps, per variable and key, the last dict
+read and its item, and answers a read of the same dict object with that item (whatever the variable holds by then:
+the test is on the object). That is exact because a dict cannot change during a render (the immutable sandbox
+refuses every mutating method, and the fast paths call only ``get``/``items``/``keys``/``values``), and the kept
+reference keeps the dict alive, so no other object can take its identity. Only reads compiled into the loop's own
+Python function count (not inside a macro, call block, ``{% block %}``, a nested loop's filter or a recursive loop's
+body, which run as functions of their own).
 """
 
 from __future__ import annotations
