@@ -16,7 +16,9 @@ Three turnkit figures per case, each against transformers in the same run:
   and by ``ChatTemplate(prefix_cache=True)``, which takes the prefix's messages from its loop cache.
 
 ``--template FILE`` runs the same cases through another chat template (e.g. one of the shared corpus);
-``--phases`` prints where a cold render's time goes (each step timed on its own) instead.
+``--phases`` prints where a cold render's time goes (each step timed on its own) instead; ``--instructions``
+prints the machine instructions per cold render, counted by valgrind (repeatable on a loaded machine: a worker
+runs 0 and then ``--runs`` cold renders after the same warm-up, and the difference is divided by the runs).
 """
 
 from __future__ import annotations
@@ -115,11 +117,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--template", help="a chat template file (default: turnkit's bundled ChatML/Hermes one)")
     parser.add_argument("--phases", action="store_true", help="print where a cold render's time goes, and stop")
+    parser.add_argument("--instructions", action="store_true", help="count instructions per cold render (valgrind)")
+    parser.add_argument("--runs", type=int, default=500, help="cold renders counted by --instructions")
+    parser.add_argument("--worker", choices=["json", "python"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.template:
         template = Path(args.template).read_text(encoding="utf-8")
     else:
         template = files("turnkit").joinpath("data", "chatml-tools.jinja").read_text(encoding="utf-8")
+    if args.worker:
+        return instructions_worker(template, args.worker, args.runs)
+    if args.instructions:
+        return instructions(args.template, args.runs)
     if args.phases:
         return phases(template)
     tokenizer = reference_tokenizer(template)
@@ -236,6 +245,33 @@ def phases(template: str) -> int:
     for step, us in times.items():
         print(f"{step:<52}{us:>8.1f} µs")
     print("(CPU µs per call, median of 15 interleaved batches; the conversation and JSON tools of the main bench)")
+    return 0
+
+
+def instructions_worker(template: str, kind: str, runs: int) -> int:
+    """``runs`` cold renders after a warm-up (compiling, the tool-set cache, the interpreter's specialisation)."""
+    tools: list[Any] = [get_schema(tool) for tool in PYTHON_TOOLS] if kind == "json" else list(PYTHON_TOOLS)
+    cold = ChatTemplate(template, special_tokens=SPECIAL_TOKENS)
+    cold._memos["default"] = None
+    for _ in range(20):
+        cold.render(CONVERSATION, tools=tools, add_generation_prompt=True)
+    for _ in range(runs):
+        cold.render(CONVERSATION, tools=tools, add_generation_prompt=True)
+    print(runs)
+    return 0
+
+
+def instructions(template: str | None, runs: int) -> int:
+    """Instructions per cold render, JSON-schema and Python-function tools (valgrind's callgrind)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _callgrind import count
+
+    where = ["--template", template] if template else []
+    seed = {"PYTHONHASHSEED": "0"}  # the same dict and set layouts in every run
+    for kind in ("json", "python"):
+        base, _ = count([sys.executable, __file__, *where, "--worker", kind, "--runs", "0"], env=seed)
+        total, _ = count([sys.executable, __file__, *where, "--worker", kind, "--runs", str(runs)], env=seed)
+        print(f"{kind:>6} tools: {(total - base) / runs:>10,.0f} instructions per cold render")
     return 0
 
 

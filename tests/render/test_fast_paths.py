@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.render.reference import reference_render
-from turnkit import ChatTemplate, TemplateError, get_json_schema
+from turnkit import ChatTemplate, Limits, TemplateError, TemplateLimitError, get_json_schema
 
 pytestmark = pytest.mark.reference
 
@@ -79,13 +79,20 @@ EXPRESSIONS = [
     "{{ messages[0].missing is not defined }}{{ messages[0].role is undefined }}{{ none is undefined }}",
     "{{ messages[1].meta.x is none }}{{ messages[0].missing is none }}{{ messages[0].n is not none }}"
     "{{ false is none }}{{ 0 is none }}",
+    # ``tojson`` of a string: short ones inline (either side of 682 characters, escapes that grow 6 times),
+    # and what is not a str (Markup, dicts, none, undefined values) through the filter
+    "{{ messages[0].content | tojson }}|{{ ('x' * 682) | tojson | length }}|{{ ('x' * 683) | tojson | length }}",
+    "{{ ('\x01' * 682) | tojson | length }}|{{ ('\x01' * 683) | tojson | length }}"
+    "|{{ ('é\"' * 700) | tojson | length }}",
+    "{{ ('<b>'|safe) | tojson }}|{{ messages[1].meta | tojson }}|{{ none | tojson }}",
+    "{{ messages[0].missing | tojson }}",
 ]
 
 
-def _matches_transformers(source: str) -> None:
-    """Rendering CHAT gives transformers' text, or fails where transformers fails."""
-    ours = _ours(source, CHAT)
-    theirs = reference_render(copy.deepcopy(CHAT), source)
+def _matches_transformers(source: str, conversation: list[dict[str, Any]] = CHAT) -> None:
+    """Rendering ``conversation`` gives transformers' text, or fails where transformers fails."""
+    ours = _ours(source, conversation)
+    theirs = reference_render(copy.deepcopy(conversation), source)
     assert ours[0] == theirs[0], (ours, theirs)
     if ours[0] == "ok":
         assert ours[1] == theirs[1]
@@ -223,6 +230,31 @@ def test_tool_json_with_any_arguments_matches_transformers(printed: str) -> None
     assert expected[0] == "ok"
     assert template.render(CHAT, tools=tools) == expected[1]
     assert template.render(CHAT, tools=tools) == expected[1]  # the second time from the tool set's JSON cache
+
+
+@pytest.mark.parametrize("size", [10, 5000])
+def test_tool_json_printed_inline_matches_transformers(size: int) -> None:
+    # a private schema's text once built is printed inline when short; a long one takes the filter (it is charged)
+    tools = [{"type": "function", "function": {"name": "f", "description": "d" * size}}, {"name": "g"}]
+    source = "{% for t in tools %}{{ t | tojson }}{{ t.function | tojson if t.function is defined }}\n{% endfor %}"
+    template = ChatTemplate(source)
+    template._memos["default"] = None
+    expected = reference_render(copy.deepcopy(CHAT), source, tools=tools)
+    assert expected[0] == "ok"
+    for _ in range(3):
+        assert template.render(CHAT, tools=tools) == expected[1]
+
+
+def test_json_inline_keeps_the_size_limit() -> None:
+    # a string the template built, five times the input's: over the limit even with the input's allowance
+    template = ChatTemplate(
+        "{{ (messages[0].content ~ messages[0].content ~ messages[0].content ~ "
+        "messages[0].content ~ messages[0].content) | tojson }}",
+        limits=Limits(max_sequence_length=10),
+    )
+    assert template.render([{"role": "user", "content": "ab"}]) == '"ababababab"'
+    with pytest.raises(TemplateLimitError, match="tojson"):
+        template.render([{"role": "user", "content": "x" * 100}])
 
 
 @pytest.mark.parametrize(

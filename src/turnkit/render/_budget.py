@@ -101,15 +101,21 @@ class RenderBudget:
         return self._input
 
     def reserve_iterations(self, count: int) -> None:
-        """Count ``count`` iterations at once (a filter about to walk a list of that length)."""
-        self.loops += count
+        """Count ``count`` iterations at once (a short loop starting, a filter about to walk a list of that length).
+
+        The wall clock is checked whenever the count passes a multiple of 1,024, as :meth:`guard_loop` checks it
+        every 1,024 iterations: between two checks at most that many iterations run, however they are counted.
+        """
+        before = self.loops
+        self.loops = before + count
         if self.loops > self.limits.max_loop_iterations:
             raise TemplateLimitError(
                 f"template ran more than {self.limits.max_loop_iterations} loop iterations "
                 "(Limits.max_loop_iterations, counting the elements filters walk)",
                 code="template_loops",
             )
-        self.check_time()
+        if self.loops >> 10 != before >> 10:
+            self.check_time()
 
     def guard_loop(self, iterable: Iterable[Any]) -> Iterator[Any]:
         """Iterate ``iterable`` while counting iterations against ``Limits.max_loop_iterations``."""
@@ -129,9 +135,9 @@ class RenderBudget:
 _CURRENT: ContextVar[RenderBudget | None] = ContextVar("turnkit_render_budget", default=None)
 
 
-def current_budget() -> RenderBudget | None:
-    """The budget of the render running in this thread/task, if any."""
-    return _CURRENT.get()
+current_budget: Callable[[], RenderBudget | None] = _CURRENT.get
+"""The budget of the render running in this thread/task, if any (the context variable's own getter: no Python
+frame per call, and the sandbox's hooks ask for it on every guarded operation)."""
 
 
 def set_budget(budget: RenderBudget | None) -> Any:

@@ -31,6 +31,7 @@ from jinja2.runtime import Macro, Undefined
 from jinja2.utils import Namespace
 
 from turnkit.render._inputs import PlainPickler, plain_key
+from turnkit.render._loops import loop_properties
 from turnkit.render._memo import FifoMemo
 
 __all__ = [
@@ -191,23 +192,8 @@ def _own_loop_controls(body: Iterable[nodes.Node]) -> bool:
 
 def _loop_properties(body: Iterable[nodes.Node]) -> set[str] | None:
     """The ``loop`` properties the body reads, or None when it uses ``loop`` in a way the key cannot cover."""
-    used: set[str] = set()
-
-    def walk(node: nodes.Node, parent: nodes.Node | None) -> bool:
-        if isinstance(node, nodes.Name) and node.name == "loop":
-            if node.ctx != "load" or not isinstance(parent, nodes.Getattr) or parent.attr not in _LOOP_PARTS:
-                return False
-            used.add(parent.attr)
-            return True
-        if isinstance(node, nodes.For):
-            # a nested loop's own ``loop`` is another object; its iterable and else branch still see this one
-            own = [node.iter, *node.else_, *([node.test] if node.test is not None else [])]
-            return all(walk(child, node) for child in own)
-        return all(walk(child, node) for child in node.iter_child_nodes())
-
-    if all(walk(stmt, None) for stmt in body):
-        return used
-    return None
+    used = loop_properties(body)
+    return used if used is not None and used <= _LOOP_PARTS.keys() else None
 
 
 # -- run time -----------------------------------------------------------------------------------------------

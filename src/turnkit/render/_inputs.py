@@ -28,6 +28,7 @@ __all__ = [
     "adopt",
     "alias_reasoning_fields",
     "frozen_json",
+    "frozen_slot",
     "input_size",
     "PlainPickler",
     "plain_data",
@@ -55,8 +56,7 @@ def _trust(container: Any, trusted: set[int]) -> None:
 
 
 # Names a message's reasoning is passed under; the first is the one most templates read.
-_REASONING_KEYS = frozenset(REASONING_FIELDS)
-_DICT = frozenset({dict})
+_REASONING_1, _REASONING_2, _REASONING_3 = REASONING_FIELDS  # (fails at import if their number changes)
 
 
 def too_deep() -> TemplateError:
@@ -67,20 +67,23 @@ def too_deep() -> TemplateError:
 def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) -> list[Any]:
     """The conversation's messages without ``None``-valued keys, as plain data (see :func:`plain_data`).
 
-    Messages that already are plain (the usual case) are used as they are: templates cannot mutate what they
-    are given; one with ``None``-valued keys is a new dict holding its other values as they are (see
-    :func:`_adopt_message`). ``copy=True`` rebuilds every message (for callers that edit the result).
+    A message that already is plain data shaped as a tree (:func:`adopt`) is used as it is: templates cannot
+    mutate what they are given. When only its ``None`` values stand in the way (an assistant turn with
+    ``content=None`` and tool calls), it is a new dict of its other items, the caller's own (plain, never
+    mutated), instead of a deep copy. Anything else is rebuilt. ``copy=True`` rebuilds every message (for callers
+    that edit the result).
     """
     messages: list[Any] = []
     try:
         for message in conversation:
             if type(message) is not dict:
                 message = {k: v for k, v in message.items()}  # noqa: C416 - Mappings as transformers reads them
-            elif not copy:
-                adopted = _adopt_message(message, trusted)
-                if adopted is not None:
-                    messages.append(adopted)
-                    continue
+            elif not copy and adopt(message, trusted):
+                if None in message.values():  # (the values are plain: only None equals None)
+                    message = {key: item for key, item in message.items() if item is not None}
+                    _trust(message, trusted)
+                messages.append(message)
+                continue
             messages.append(_plain_dict(message, trusted, drop_none=True))
     except (AttributeError, TypeError) as exc:
         raise TemplateError(
@@ -90,21 +93,6 @@ def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) 
         raise too_deep() from exc
     trusted.add(id(messages))
     return messages
-
-
-def _adopt_message(message: dict[Any, Any], trusted: set[int]) -> dict[Any, Any] | None:
-    """``message`` itself when it is plain data shaped as a tree (:func:`adopt`) with no ``None`` value, a new
-    dict of its non-``None`` items when only ``None`` values stand in the way, else None (rebuild it).
-
-    An assistant turn with ``content=None`` and tool calls so costs no deep copy.
-    """
-    if not adopt(message, trusted):
-        return None
-    if None not in message.values():  # (the values are plain: only None equals None)
-        return message
-    kept = {key: item for key, item in message.items() if item is not None}
-    _trust(kept, trusted)
-    return kept
 
 
 def adopt(value: Any, trusted: set[int]) -> bool:
@@ -195,7 +183,10 @@ def plain_data(value: Any, trusted: set[int] | None = None) -> Any:
 
 def alias_reasoning_fields(chat: list[Any]) -> list[Any]:
     """Copy a message's reasoning to ``reasoning_content`` and ``thinking`` (gpt-oss templates read the latter)."""
-    if _DICT.issuperset(map(type, chat)) and all(map(_REASONING_KEYS.isdisjoint, chat)):
+    for message in chat:  # (a Python loop: cheaper than set operations over map() for a few messages)
+        if type(message) is not dict or _REASONING_1 in message or _REASONING_2 in message or _REASONING_3 in message:
+            break
+    else:
         return chat  # nothing to alias (the usual case): keep the list as it is
     aliased = []
     for message in chat:
@@ -310,6 +301,11 @@ def _freeze(value: Any) -> None:
     if len(_FROZEN) >= _FROZEN_MAX:
         _FROZEN.clear()  # only a cost: cleared objects print through the encoder again, and key by content
     _FROZEN[id(value)] = [value, {}, next(_SERIALS)]
+
+
+frozen_slot = _FROZEN.get
+"""The ``[value, JSON texts, serial]`` slot kept under an object's id, if any: the slot of a private tool schema
+when ``slot[0]`` is that object (what :func:`frozen_json` checks; the code generator inlines the check)."""
 
 
 def frozen_json(value: Any) -> list[Any] | None:

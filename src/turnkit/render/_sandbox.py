@@ -28,7 +28,7 @@ import jinja2.ext
 import jinja2.nodes as nodes
 from jinja2 import filters as jinja_filters
 from jinja2 import tests as jinja_tests
-from jinja2.compiler import CodeGenerator, Frame, optimizeconst
+from jinja2.compiler import CodeGenerator, Frame, find_undeclared, optimizeconst
 from jinja2.runtime import Context, LoopContext, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
 from jinja2.utils import Namespace, generate_lorem_ipsum
@@ -50,6 +50,7 @@ from turnkit.render._fragments import (
     wrap_loop,
 )
 from turnkit.render._inputs import frozen_json
+from turnkit.render._loops import LOOP_EXPRESSIONS, plain_loop_body, repeated_items
 from turnkit.render._memo import FifoMemo
 from turnkit.render._spans import MARKS, TRACKER
 
@@ -78,6 +79,7 @@ _INLINE_TESTS: dict[str, tuple[str, str]] = {
 }
 _PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
 _JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)
+_JSON_DEFAULTS = (False, None, None, False)  # ``tojson``'s (ensure_ascii, indent, separators, sort_keys) defaults
 _encode_str = json.encoder.encode_basestring
 
 
@@ -216,6 +218,13 @@ class _GuardedCodeGenerator(CodeGenerator):
     def visit_Template(self, node: nodes.Template, frame: Frame | None = None) -> None:
         _GuardRewriter().visit(node)
         self._finalized: list[str] = []
+        # the ``loop`` variables of the loops being compiled, innermost last: (its Python name, whether it holds
+        # a ``(index0, length, sequence)`` tuple for a list or tuple, see _loops); the next loop header's kind
+        self._loops: list[tuple[str, bool]] = []
+        self._next_loop_plain = False
+        # reads of a loop variable's item answered from the last dict read (see _loops): node id -> the locals
+        # holding that dict and its item
+        self._kept_items: dict[int, tuple[str, str]] = {}
         memos = []
         if getattr(self.environment, "fragments", False):
             also_read = macro_names(node)
@@ -225,12 +234,40 @@ class _GuardedCodeGenerator(CodeGenerator):
         super().visit_Template(node, frame)
         for memo in memos:
             self.writeline(f"{memo} = environment.fragment_memo()")
+        self.writeline("from turnkit.render._loops import plain_loop as tk_plain_loop")
+        self.writeline("tk_unset = object()")
+        self.writeline("from turnkit.render._inputs import frozen_slot as tk_frozen_slot")
+        self.writeline("from json.encoder import encode_basestring as tk_encode_str")
+        self.writeline("from turnkit.render._sandbox import _TemplateNamespace as tk_namespace")
+        self.writeline("from turnkit.render._sandbox import _PLAIN_VALUES as tk_plain_values")
+        self.writeline("tk_getattribute = object.__getattribute__")
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
         fragment = as_fragment(node.body[0]) if len(node.body) == 1 else None
         if fragment is not None:
             self.writeline(f"{fragment.state} = None")
+        depth = len(self._loops)
+        for reads in repeated_items(node, _DICT_ATTRIBUTES):
+            if id(reads[0]) not in self._kept_items:  # not already kept by an enclosing loop
+                owner, value = self.temporary_identifier(), self.temporary_identifier()
+                self.writeline(f"{owner} = tk_unset")
+                self._kept_items.update((id(read), (owner, value)) for read in reads)
+        # jinja2 writes a LoopContext header when the body reads ``loop`` (see CodeGenerator.visit_For)
+        uses_loop = "loop" in find_undeclared(node.iter_child_nodes(only=("body",)), ("loop",))
+        self._next_loop_plain = uses_loop and plain_loop_body(node)
         super().visit_For(node, frame)
+        del self._loops[depth:]
+
+    def write(self, x: str) -> None:
+        # jinja2's loop header ``for <target>, l_1_loop in LoopContext(<iterable>, undefined):``, met before the
+        # body: remember which ``loop`` it binds, and bind a plain loop's to tk_plain_loop's tuples instead
+        if x.startswith(", ") and x.endswith(" in LoopContext("):
+            ref = x[2 : -len(" in LoopContext(")]
+            self._loops.append((ref, self._next_loop_plain))
+            if self._next_loop_plain:
+                x = f", {ref} in tk_plain_loop("
+            self._next_loop_plain = False
+        super().write(x)
 
     def visit_ScopedEvalContextModifier(self, node: nodes.ScopedEvalContextModifier, frame: Frame) -> None:
         fragment = as_fragment(node)
@@ -280,13 +317,27 @@ class _GuardedCodeGenerator(CodeGenerator):
         tmp = self.temporary_identifier()
         attr = node.attr
         if attr in _LOOP_ATTRIBUTES and isinstance(node.node, nodes.Name) and node.node.name == "loop":
+            if self._plain_loop(frame):
+                # a plain loop's ``loop`` is its tuple on a list or tuple, else the LoopContext (see _loops)
+                self.write(f"(({LOOP_EXPRESSIONS[attr].format(tmp)}) if type({tmp} := ")
+                self.visit(node.node, frame)
+                self.write(f") is tuple else {tmp}.{attr})")
+                return
             self.write(f"({tmp}.{attr} if type({tmp} := ")
             self.visit(node.node, frame)
             self.write(f") is LoopContext else environment.getattr({tmp}, {attr!r}))")
         elif attr not in _DICT_ATTRIBUTES:
-            self._dict_item(node.node, attr, frame, "getattr")
+            self._dict_item(node.node, attr, frame, "getattr", self._kept_items.get(id(node)))
         else:
             super().visit_Getattr(node, frame)
+
+    def _plain_loop(self, frame: Frame) -> bool:
+        """Whether ``loop`` here names a plain loop's variable (see _loops)."""
+        ref = frame.symbols.find_ref("loop")
+        for name, plain in reversed(self._loops):
+            if name == ref:
+                return plain
+        return False
 
     @optimizeconst
     def visit_Getitem(self, node: nodes.Getitem, frame: Frame) -> None:
@@ -297,7 +348,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             key = None
         tmp = self.temporary_identifier()
         if type(key) is str and key not in _DICT_ATTRIBUTES:
-            self._dict_item(node.node, key, frame, "getitem")
+            self._dict_item(node.node, key, frame, "getitem", self._kept_items.get(id(node)))
         elif type(key) is int:
             self.write(f"({tmp}[{key!r}] if type({tmp} := ")
             self.visit(node.node, frame)
@@ -307,15 +358,36 @@ class _GuardedCodeGenerator(CodeGenerator):
         else:
             super().visit_Getitem(node, frame)
 
-    def _dict_item(self, node: nodes.Expr, key: str, frame: Frame, hook: str) -> None:
-        """A dict's item, or the undefined value the sandbox gives for a missing key that is no dict attribute."""
+    def _dict_item(
+        self, node: nodes.Expr, key: str, frame: Frame, hook: str, kept: tuple[str, str] | None = None
+    ) -> None:
+        """A dict's item, or the undefined value the sandbox gives for a missing key that is no dict attribute.
+
+        ``kept``: the locals holding the last dict this read found the key in and its item (see _loops): the same
+        dict object again is answered with that item.
+        """
         tmp, is_dict = self.temporary_identifier(), self.temporary_identifier()
-        self.write(f"({tmp}[{key!r}] if ({is_dict} := type({tmp} := ")
-        self.visit(node, frame)
-        self.write(
-            f") is dict) and {key!r} in {tmp} else environment.undefined(obj={tmp}, name={key!r}) if {is_dict} "
-            f"else environment.{hook}({tmp}, {key!r}))"
-        )
+        if kept is None:
+            self.write(f"({tmp}[{key!r}] if ({is_dict} := type({tmp} := ")
+            self.visit(node, frame)
+            self.write(f") is dict) and {key!r} in {tmp} else ")
+        else:
+            owner, value = kept
+            self.write(f"({value} if ({tmp} := ")
+            self.visit(node, frame)
+            self.write(
+                f") is {owner} else ({value} := {tmp}[{key!r}]) if ({is_dict} := type({tmp}) is dict) and "
+                f"{key!r} in {tmp} and ({owner} := {tmp}) is {tmp} else "
+            )
+        self.write(f"environment.undefined(obj={tmp}, name={key!r}) if {is_dict} else ")
+        if hook == "getattr" and key[:1] != "_":
+            # ``ns.system``: a plain value of a namespace, what TemplateSandbox.getattr returns for it
+            item = self.temporary_identifier()
+            self.write(
+                f"{item} if type({tmp}) is tk_namespace and type({item} := tk_getattribute({tmp}, "
+                f"'_Namespace__attrs').get({key!r}, tk_unset)) in tk_plain_values else "
+            )
+        self.write(f"environment.{hook}({tmp}, {key!r}))")
 
     def visit_Call(self, node: nodes.Call, frame: Frame, forward_caller: bool = False) -> None:
         # ``message.get('x', [])`` on a dict, ``content.strip()`` on a str: the method itself. Only with
@@ -378,6 +450,14 @@ class _GuardedCodeGenerator(CodeGenerator):
             )
             self.write(")")
             return
+        if (
+            node.name == "tojson"
+            and node.node is not None
+            and not (node.args or node.kwargs or node.dyn_args or node.dyn_kwargs)
+            and self.environment.filters.get("tojson") == getattr(self.environment, "_tojson", None)
+        ):
+            self._tojson(node, frame)
+            return
         if node.name not in (_ADD_FILTER, _CONCAT_FILTER) or not isinstance(node.node, nodes.List):
             super().visit_Filter(node, frame)
             return
@@ -403,6 +483,27 @@ class _GuardedCodeGenerator(CodeGenerator):
         super().visit_Filter(
             nodes.Filter(nodes.List(held, lineno=node.lineno), node.name, [], [], None, None, lineno=node.lineno),
             frame,
+        )
+        self.write(")")
+
+    def _tojson(self, node: nodes.Filter, frame: Frame) -> None:
+        """``x | tojson``: what :meth:`TemplateSandbox._tojson` returns without a check that could fail or charge:
+        a string short enough that neither its size check nor its text's can fail, and a private tool schema
+        whose text is already built (and short)."""
+        assert node.node is not None
+        tmp, slot, text = (self.temporary_identifier() for _ in range(3))
+        limit = self.environment.limits.max_sequence_length  # type: ignore[attr-defined]
+        short = min(limit, (_FREE_BYTES - 3) // 6)  # at most 6 characters per character, plus the quotes
+        self.write(f"(tk_encode_str({tmp}) if (type({tmp} := ")
+        self.visit(node.node, frame)
+        self.write(
+            f") is str and len({tmp}) <= {short}) else {text}[0] if type({tmp}) is dict and "
+            f"({slot} := tk_frozen_slot(id({tmp}))) is not None and {slot}[0] is {tmp} and "
+            f"({text} := {slot}[1].get({_JSON_DEFAULTS!r})) is not None and {text}[1] <= {limit} and "
+            f"len({text}[0]) < {_FREE_BYTES} else "
+        )
+        super().visit_Filter(
+            nodes.Filter(_internal_name(tmp, node.lineno), "tojson", [], [], None, None, lineno=node.lineno), frame
         )
         self.write(")")
 

@@ -611,7 +611,8 @@ def _run(
             parts += batch
             if tracker is not None:
                 tracker.length = total
-            budget.check_time()
+            if len(batch) == step:  # more may come (a shorter batch was the last: the check below follows it)
+                budget.check_time()
         budget.check_time()
         return "".join(parts)
     except TurnkitError as exc:

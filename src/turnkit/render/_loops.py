@@ -1,0 +1,144 @@
+"""``for`` loops over a list or tuple without jinja2's ``LoopContext``, where the body's use of ``loop`` allows.
+
+jinja2 wraps every loop whose body reads ``loop`` in a ``LoopContext``: a Python ``__next__`` per iteration and a
+Python property per ``loop.first``. For a list or tuple every property it offers but ``cycle``/``changed`` (and
+being called, for recursive loops) is arithmetic on the position, the length and the sequence, so a loop
+qualifies (:func:`plain_loop_body`, at compile time) when its body reads ``loop`` only as ``loop.<one of those>``,
+nowhere inside a macro or call block (which could keep it past the iteration), and the loop is neither
+``recursive`` nor filtered (``for x in y if ...``). At run time :func:`plain_loop` hands such a loop, for each
+item, ``(index0, length, sequence)`` instead of the ``LoopContext``, and the code generator reads each property
+off that tuple (:data:`LOOP_EXPRESSIONS`); any other iterable (a string, a dict, a generator, a list longer than
+the loops counted up front) still gets a ``LoopContext``, and the generated code reads its property.
+
+Why this is exact: templates cannot mutate a list (the immutable sandbox refuses it) nor rebind ``loop`` (jinja2
+refuses to compile that), so the sequence, its length and the position are what ``LoopContext`` would read;
+``previtem``/``nextitem`` past the ends are the same ``environment.undefined(hint)`` call ``LoopContext`` makes.
+
+Item reuse: a loop body often reads the same item of a variable again and again (``message['role']`` in every
+``elif``). :func:`repeated_items` finds those reads; the code generator keeps, per variable and key, the last dict
+read and its item, and answers a read of the same dict object with that item (whatever the variable holds by then:
+the test is on the object). That is exact because a dict cannot change during a render (the immutable sandbox
+refuses every mutating method, and the fast paths call only ``get``/``items``/``keys``/``values``), and the kept
+reference keeps the dict alive, so no other object can take its identity. Only reads compiled into the loop's own
+Python function count (not inside a macro, call block, ``{% block %}``, a nested loop's filter or a recursive loop's
+body, which run as functions of their own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
+from itertools import repeat
+from typing import Any
+
+import jinja2.nodes as nodes
+from jinja2.runtime import LoopContext
+
+__all__ = ["LOOP_EXPRESSIONS", "loop_properties", "plain_loop", "plain_loop_body", "repeated_items"]
+
+# ``loop.<name>`` on a ``(index0, length, sequence)`` tuple held in ``{0}``: what the LoopContext property returns
+# for a list or tuple (``last`` is "no item after this one", ``revindex`` is ``length - index0``, ``depth`` of a
+# loop that is not recursive is 1).
+LOOP_EXPRESSIONS: dict[str, str] = {
+    "index0": "{0}[0]",
+    "index": "{0}[0] + 1",
+    "first": "{0}[0] == 0",
+    "last": "{0}[0] == {0}[1] - 1",
+    "length": "{0}[1]",
+    "revindex": "{0}[1] - {0}[0]",
+    "revindex0": "{0}[1] - {0}[0] - 1",
+    "previtem": "{0}[2][{0}[0] - 1] if {0}[0] else environment.undefined('there is no previous item')",
+    "nextitem": "{0}[2][{0}[0] + 1] if {0}[0] + 1 < {0}[1] else environment.undefined('there is no next item')",
+    "depth": "1",
+    "depth0": "0",
+}
+
+
+def plain_loop(iterable: Iterable[Any], undefined: Any) -> Iterator[tuple[Any, Any]]:
+    """``(item, (index0, length, sequence))`` per item of a list or tuple; a ``LoopContext`` for anything else."""
+    kind = type(iterable)
+    if kind is list or kind is tuple:
+        length = len(iterable)  # type: ignore[arg-type]
+        return zip(iterable, zip(range(length), repeat(length), repeat(iterable)), strict=False)
+    return LoopContext(iterable, undefined)
+
+
+def plain_loop_body(node: nodes.For) -> bool:
+    """Whether every use of this loop's ``loop`` in its body is a property :data:`LOOP_EXPRESSIONS` computes,
+    none inside a macro or call block."""
+    if node.recursive or node.test is not None or node.find(nodes.Block) is not None:
+        return False
+    used = loop_properties(node.body)
+    if used is None or not used <= LOOP_EXPRESSIONS.keys():
+        return False
+    for stmt in node.body:
+        scopes = [*([stmt] if isinstance(stmt, _SCOPES) else []), *stmt.find_all(_SCOPES)]
+        if any(_is_loop(name) for scope in scopes for name in scope.find_all(nodes.Name)):
+            return False
+    return True
+
+
+_SCOPES = (nodes.Macro, nodes.CallBlock)
+"""Bodies compiled as functions of their own, which may run after the iteration (a ``caller`` kept, a macro
+called later): no ``loop`` inside them takes the plain path, whichever loop it names."""
+
+
+def loop_properties(body: Iterable[nodes.Node]) -> set[str] | None:
+    """The ``loop.<name>`` properties a loop's body reads, or None when it uses ``loop`` otherwise (bare: passed
+    on, subscripted, called)."""
+    used: set[str] = set()
+
+    def walk(node: nodes.Node, parent: nodes.Node | None) -> bool:
+        if _is_loop(node):
+            if node.ctx != "load" or not isinstance(parent, nodes.Getattr):  # type: ignore[attr-defined]
+                return False
+            used.add(parent.attr)
+            return True
+        if isinstance(node, nodes.For):
+            # a nested loop's own ``loop`` is another object; its iterable, filter and else branch still see this one
+            own = [node.iter, *node.else_, *([node.test] if node.test is not None else [])]
+            return all(walk(child, node) for child in own)
+        return all(walk(child, node) for child in node.iter_child_nodes())
+
+    if all(walk(stmt, None) for stmt in body):
+        return used
+    return None
+
+
+def _is_loop(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Name) and node.name == "loop"
+
+
+def repeated_items(node: nodes.For, skip: AbstractSet[str]) -> list[list[nodes.Getattr | nodes.Getitem]]:
+    """The reads ``x.key`` / ``x['key']`` of a variable in the loop's body, grouped by variable and key, for the
+    pairs read more than once (``skip``: keys never read as items, such as dict method names)."""
+    if node.recursive:
+        return []
+    reads: dict[tuple[str, str], list[nodes.Getattr | nodes.Getitem]] = {}
+
+    def walk(child: nodes.Node) -> None:
+        if isinstance(child, _FUNCTIONS):
+            return
+        if isinstance(child, nodes.For):
+            for part in (child.iter, *child.else_, *([] if child.recursive else child.body)):
+                walk(part)
+            return
+        key: Any = None
+        if isinstance(child, nodes.Getattr):
+            key = child.attr
+        elif isinstance(child, nodes.Getitem) and isinstance(child.arg, nodes.Const):
+            key = child.arg.value
+        target = getattr(child, "node", None)
+        if type(key) is str and key not in skip and isinstance(target, nodes.Name) and target.name != "loop":
+            reads.setdefault((target.name, key), []).append(child)  # type: ignore[arg-type]
+            return
+        for grandchild in child.iter_child_nodes():
+            walk(grandchild)
+
+    for stmt in node.body:
+        walk(stmt)
+    return [found for found in reads.values() if len(found) > 1]
+
+
+_FUNCTIONS = (nodes.Macro, nodes.CallBlock, nodes.Block)
+"""Nodes compiled as Python functions of their own: a read inside one cannot use the loop function's locals."""
