@@ -194,20 +194,23 @@ def test_pretokens_give_the_ids_and_masks_of_the_whole_text(
 
 @pytest.mark.parametrize("pattern", [GPT2, LLAMA3, QWEN2])
 def test_regex_splits_every_ascii_pair_as_tokenizers_does(pattern: str) -> None:
-    """Every string of two ASCII characters, and of three over one character of each class the expressions tell
-    apart, splits the same with ``regex`` as with tokenizers' Oniguruma."""
+    """Every string of two ASCII characters, of three over one character of each class the expressions tell
+    apart, and of six over letter, digit, space, newline and apostrophe, splits the same with the ASCII expression
+    turnkit runs with ``re``, and with the pattern itself run by ``regex``, as with tokenizers' Oniguruma."""
     import regex
     from tokenizers import Regex, pre_tokenizers
 
     theirs = pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False).pre_tokenize_str
-    ours = regex.compile(pattern).findall
+    used = _pretokens._splitter(pattern)
+    assert not isinstance(used, str) and used.__self__.__class__.__module__ == "re"  # type: ignore[attr-defined]
     ascii_ = [chr(c) for c in range(128)]
     classes = list("aAsStTdDlLrRvVmMe1 \t\n\r\x0b\x0c\x1c\x7f'.")
     texts = ["".join(p) for p in itertools.product(ascii_, repeat=2)]
     texts += ["".join(p) for p in itertools.product(classes, repeat=3)]
     texts += ["".join(p) for p in itertools.product("a1 \n'", repeat=6)]
-    differ = [text for text in texts if ours(text) != [word for word, _ in theirs(text)]]
-    assert not differ, differ[:5]
+    for ours in (used, regex.compile(pattern).findall):  # the ASCII expression for re, and the pattern itself
+        differ = [text for text in texts if ours(text) != [word for word, _ in theirs(text)]]
+        assert not differ, differ[:5]
 
 
 @pytest.mark.parametrize(
