@@ -213,6 +213,37 @@ def test_regex_splits_every_ascii_pair_as_tokenizers_does(pattern: str) -> None:
         assert not differ, differ[:5]
 
 
+_CONSTRUCTS = [
+    *(rf"\{p}" for p in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ "),
+    *(rf"\{e}+" for e in "sSdDwWrntfv"),
+    r"\p{L}+|\P{L}+",
+    r"\p{N}{1,3}|\P{N}",
+    r"a++|\s*+|b?+",
+    r"a??b|c{1,2}?|d*?e",
+    r"(?i:ab|'s)",
+    r"(?=a)\w|(?<!a)b|(?<=\s)\S|\s+(?!\S)",
+    r"[^\s\p{L}\p{N}]+|[\r\n]+",
+    r"[\--z]+|[^a-c]",
+]
+
+
+@pytest.mark.parametrize("pattern", _CONSTRUCTS)
+def test_every_accepted_construct_splits_ascii_as_oniguruma(pattern: str) -> None:
+    """Each construct the syntax check lets through, run as turnkit runs it, splits every ASCII character and
+    every pair of the characters that tell the constructs apart as tokenizers does."""
+    from tokenizers import Regex, pre_tokenizers
+
+    theirs = pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False).pre_tokenize_str
+    ours = _pretokens._splitter(pattern)
+    assert not isinstance(ours, str), ours
+    every = "".join(map(chr, range(128)))
+    texts = [every, every[::-1], *("".join(p) for p in itertools.product("aAbcdez1 \t\n\r'sS-.\\", repeat=2))]
+    for text in texts:
+        words = ours(text)
+        gaps = sum(map(len, words)) != len(text) or "" in words  # skipped or empty matches: turnkit falls back
+        assert gaps or words == [word for word, _ in theirs(text)], text
+
+
 @pytest.mark.parametrize(
     ("pattern", "reason"),
     [
@@ -221,6 +252,8 @@ def test_regex_splits_every_ascii_pair_as_tokenizers_does(pattern: str) -> None:
         (r"(?m)\s+|\S+", "uses '(?m)"),
         (r"[a[b]]+|\s+", "nests"),
         (r"\h+|\S+", "uses '\\\\h"),
+        (r"a{1,3}+|\s", "quantifier after a quantifier"),  # Oniguruma: (a{1,3})+; re and regex: possessive
+        (r"[]a]|\s", "']' first"),
     ],
 )
 def test_expressions_the_engines_may_read_differently_are_refused(pattern: str, reason: str) -> None:

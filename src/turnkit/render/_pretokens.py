@@ -51,7 +51,7 @@ _SYNTAX = regex.compile(
     | \\[^A-Za-z0-9]              # an escaped punctuation character
     | \(\?(?:i:|:|!|=|<!|<=)      # a group: plain, case-insensitive, lookaround
     | \((?!\?) | [)|]
-    | [?*+][?+]? | \{\d+(?:,\d*)?\}[?+]?   # quantifiers (lazy, possessive)
+    | [?*+][?+]? | \{\d+(?:,\d*)?\}\??     # quantifiers (lazy; possessive but for {n,m}+: a repeat in Oniguruma)
     | \[\^? | \]                  # a character class (no nesting, no set operations: checked below)
     | -
     | [^\\()\[\]{}|?*+.^$&]       # a literal character
@@ -59,7 +59,11 @@ _SYNTAX = regex.compile(
     regex.VERBOSE,
 )
 """The constructs an accepted split expression may use: both engines read them alike on ASCII text (no ``.``,
-anchors, inline flags other than ``(?i:``, nested classes or class set operations, whose meaning differs)."""
+anchors, inline flags other than ``(?i:``, nested classes or class set operations, or a quantifier after a
+quantifier, whose meaning differs)."""
+
+_QUANTIFIER = regex.compile(r"[?*+{]")
+_ONE_CHARACTER = regex.compile(r"[^\\\[\]\-]|\\[^A-Za-z0-9]|\\[rntfv]")
 
 _PROBES = [f"a{c}b {c}1{c}23 {c}{c}  '{c}s'{c}S\n{c}\r\n {c}\t" for c in map(chr, range(128))]
 """Every ASCII character among letters, digits, apostrophes and whitespace runs: :func:`plan` checks that the
@@ -91,18 +95,26 @@ def _scan(pattern: str) -> list[tuple[str, bool]] | str:
     """The constructs of ``pattern``, each with whether it sits in a character class; or why ``pattern`` might
     mean something else to ``regex`` than to Oniguruma."""
     at, inside = 0, False
-    out = []
+    out: list[tuple[str, bool]] = []
     while at < len(pattern):
         match = _SYNTAX.match(pattern, at)
         if match is None:
             return f"the split expression uses {pattern[at : at + 8]!r}"
         token = match.group()
+        if out and not inside and _QUANTIFIER.match(token) and _QUANTIFIER.match(out[-1][0]):
+            return f"the split expression has a quantifier after a quantifier at {at}"
         if token in ("[", "[^"):
             if inside:
                 return "the split expression nests character classes"
             inside = True
         elif token == "]":
+            if out[-1][0] in ("[", "[^"):
+                return "the split expression has an empty class or a ']' first in one"
             inside = False
+        elif token == "-" and inside:
+            after = _SYNTAX.match(pattern, match.end())
+            if not (_ONE_CHARACTER.fullmatch(out[-1][0]) and after and _ONE_CHARACTER.fullmatch(after.group())):
+                return "the split expression has a '-' in a class that is not a range of two characters"
         out.append((token, inside and token[0] != "["))
         at = match.end()
     return out
