@@ -10,9 +10,10 @@ Exact by construction only for what :func:`plan` recognises: a BPE model without
 affixes; no normaliser, or Unicode normal forms (the identity on ASCII); and as pre-tokenizer either
 ``ByteLevel(use_regex=True)`` (GPT-2's expression) or ``Sequence[Split(Regex(p), "isolated"),
 ByteLevel(use_regex=False)]`` (Llama 3, Qwen2: ``p`` read from the tokenizer itself), ``add_prefix_space`` either
-way. turnkit compiles the expression with ``regex``; ``tokenizers`` with Oniguruma. The two agree on ASCII text for
-the expressions they are built from (tested exhaustively on every pair of ASCII characters for GPT-2's, Llama 3's
-and Qwen2's), so only pieces made of ASCII characters are split here, only expressions built of constructs both
+way. ``tokenizers`` runs the expression with Oniguruma, turnkit an ASCII form of it with ``re`` (``\\p{L}`` is
+``[A-Za-z]``, ...; ``regex`` runs properties without one). They agree on ASCII text for the expressions tokenizers
+are built with (tested on every pair of ASCII characters for GPT-2's, Llama 3's and Qwen2's, and on each accepted
+construct), so only pieces made of ASCII characters are split here, only expressions built of constructs both
 engines read alike are accepted (:data:`_SYNTAX`), and :func:`plan` checks the tokenizer's own pre-tokenizer
 against this split on a probe of every ASCII character in varied company. Anything else -- a non-ASCII piece, one
 holding a normalised added token, a split that skips characters -- returns ``None``: the caller encodes the piece
@@ -26,8 +27,6 @@ import re
 from collections.abc import Callable
 from itertools import chain
 from typing import Any
-
-import regex
 
 __all__ = ["PreTokenEncoder", "plan"]
 
@@ -44,7 +43,7 @@ _OFFSET_KEEPERS = {"TemplateProcessing": None, "BertProcessing": None, "ByteLeve
 """Post-processors that leave token offsets alone without special tokens: always (``None``), or when their
 ``trim_offsets`` is the value given."""
 
-_SYNTAX = regex.compile(
+_SYNTAX = re.compile(
     r"""
     \\[pP]\{[A-Za-z_]+\}          # a Unicode property
     | \\[sSdDwWrntfv]             # a class escape or a control character
@@ -56,14 +55,14 @@ _SYNTAX = regex.compile(
     | -
     | [^\\()\[\]{}|?*+.^$&]       # a literal character
     """,
-    regex.VERBOSE,
+    re.VERBOSE,
 )
 """The constructs an accepted split expression may use: both engines read them alike on ASCII text (no ``.``,
 anchors, inline flags other than ``(?i:``, nested classes or class set operations, or a quantifier after a
 quantifier, whose meaning differs)."""
 
-_QUANTIFIER = regex.compile(r"[?*+{]")
-_ONE_CHARACTER = regex.compile(r"[^\\\[\]\-]|\\[^A-Za-z0-9]|\\[rntfv]")
+_QUANTIFIER = re.compile(r"[?*+{]")
+_ONE_CHARACTER = re.compile(r"[^\\\[\]\-]|\\[^A-Za-z0-9]|\\[rntfv]")
 
 _PROBES = [f"a{c}b {c}1{c}23 {c}{c}  '{c}s'{c}S\n{c}\r\n {c}\t" for c in map(chr, range(128))]
 """Every ASCII character among letters, digits, apostrophes and whitespace runs: :func:`plan` checks that the
@@ -152,6 +151,8 @@ def _splitter(expression: str) -> Callable[[str], list[str]] | str:
             return re.compile(ascii_expression).findall
         except re.error:
             pass  # e.g. a look-behind of varying width: regex takes it
+    import regex  # only for Unicode properties with no ASCII form here (``import turnkit`` stays without it)
+
     try:
         return regex.compile(expression).findall
     except regex.error as exc:
@@ -212,7 +213,7 @@ class PreTokenEncoder:
     def __init__(self, backend: Any, split: Callable[[str], list[str]], prefix: str | None, stops: list[str]) -> None:
         self._split = split
         self._prefix = prefix
-        self._stops = regex.compile("|".join(map(regex.escape, stops))).search if stops else None
+        self._stops = re.compile("|".join(map(re.escape, stops))).search if stops else None
         self._tokenize = backend.model.tokenize
         unknown = backend.model.unk_token
         self._unknown = backend.model.token_to_id(unknown) if unknown else None
