@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from itertools import chain
+from itertools import accumulate, chain
 from typing import Any
 
 __all__ = ["PreTokenEncoder", "plan"]
@@ -276,10 +276,5 @@ class PreTokenEncoder:
         ids = self.encode(piece)
         if ids is None or (self._unknown is not None and self._unknown in ids):
             return None  # an unknown token's value is not the text it covers
-        ends = []
-        at = 0
-        width = self._width
-        for token in ids:
-            at += width[token]
-            ends.append(at)
-        return (ids, ends) if at == len(piece) else None
+        ends = list(accumulate(map(self._width.__getitem__, ids)))
+        return (ids, ends) if ends and ends[-1] == len(piece) else None
