@@ -12,6 +12,9 @@ That is exact only when nothing in the tokenizer depends on where a piece sits i
 words, Metaspace's ``prepend_scheme="first"``, BPE dropout, ``encode_special_tokens``; for the offsets masks are
 read from, a ByteLevel/RoBERTa post-processor trimming offsets with ``add_prefix_space``). Where it fails, callers
 encode whole texts. The differential tests compare every result with ``Tokenizer.encode`` on the whole text.
+
+A new piece of a byte-level BPE tokenizer's text is encoded from a memo of its pre-tokens where that is exact
+(:mod:`turnkit.render._pretokens`), else by ``tokenizers``.
 """
 
 from __future__ import annotations
