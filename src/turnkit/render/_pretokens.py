@@ -227,11 +227,6 @@ class PreTokenEncoder:
         self._held = 0
         self._width: dict[int, int] = {}  # characters of ASCII text a token id covers
 
-    def clear(self) -> None:
-        """Forget every pre-token (benchmarks start cold)."""
-        self._memo.clear()
-        self._held = 0
-
     def _words(self, piece: str) -> list[str] | None:
         if not piece.isascii() or (self._stops is not None and self._stops(piece)):
             return None  # a normalised added token inside: tokenizers matches it within the piece
