@@ -12,14 +12,20 @@ That is exact only when nothing in the tokenizer depends on where a piece sits i
 words, Metaspace's ``prepend_scheme="first"``, BPE dropout, ``encode_special_tokens``; for the offsets masks are
 read from, a ByteLevel/RoBERTa post-processor trimming offsets with ``add_prefix_space``). Where it fails, callers
 encode whole texts. The differential tests compare every result with ``Tokenizer.encode`` on the whole text.
+
+A new piece of a byte-level BPE tokenizer's text is encoded from a memo of its pre-tokens where that is exact
+(:mod:`turnkit.render._pretokens`), else by ``tokenizers``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
+
+from turnkit.render._pretokens import PreTokenEncoder, plan
 
 __all__ = ["PieceEncoder", "inexact_reason"]
 
@@ -86,6 +92,19 @@ class PieceEncoder:
         self._split = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         self._memo: dict[str, list[int]] = {}
         self._held = 0
+        found = plan(backend)
+        stops = {t.content for t in backend.get_added_tokens_decoder().values() if t.normalized}
+        if backend.normalizer is not None:
+            stops |= {backend.normalizer.normalize_str(stop) for stop in stops}
+        self.pretokens = PreTokenEncoder(backend, *found, sorted(stops)) if isinstance(found, tuple) else None
+        """New pieces' ids from a memo of pre-tokens, where that is exact (:mod:`turnkit.render._pretokens`)."""
+
+    def _remember(self, piece: str, ids: list[int]) -> None:
+        if self._held + len(ids) > _MEMO_TOKENS:
+            self._memo.clear()
+            self._held = 0
+        self._memo[piece] = ids
+        self._held += len(ids)
 
     def segments(self, text: str) -> list[tuple[int, int, int | None, str]]:
         """``(start, end, id, text)`` of each added token (its ``id``) and each piece between (``None``), in order."""
@@ -143,23 +162,37 @@ class PieceEncoder:
                     else:
                         known[piece] = hit
             rows.append((segments, live, kinds))
+        fresh: dict[str, Any] = {}  # pieces a span partly covers: their Encoding, or their tokens' ends
+        pretokens = self.pretokens
+        if pretokens is not None:
+            for piece in located:
+                bounds = pretokens.locate(piece)
+                if bounds is not None:
+                    fresh[piece] = bounds[1]
+                    if piece not in known:
+                        known[piece] = bounds[0]
+                        self._remember(piece, bounds[0])
+            for piece in new:
+                if piece not in known:
+                    piece_ids = pretokens.encode(piece)
+                    if piece_ids is not None:
+                        known[piece] = piece_ids
+                        self._remember(piece, piece_ids)
         backend = self._backend
-        fast = getattr(backend, "encode_batch_fast", backend.encode_batch)  # tokenizers >= 0.21
-        fresh: dict[str, Any] = {}
-        for pieces, offsets in ((list(located), True), ([p for p in new if p not in located], False)):
+        for pieces, offsets in (
+            ([p for p in located if p not in fresh], True),
+            ([p for p in new if p not in located and p not in known], False),
+        ):
             if not pieces:
                 continue
-            encode = backend.encode_batch if offsets else fast
+            fast = hasattr(backend, "encode_batch_fast")  # tokenizers >= 0.21
+            encode = backend.encode_batch_fast if fast and not offsets else backend.encode_batch
             for piece, encoding in zip(pieces, encode(pieces, add_special_tokens=False), strict=True):
                 if offsets:
                     fresh[piece] = encoding
                 if piece not in known:
-                    known[piece] = piece_ids = encoding.ids
-                    if self._held + len(piece_ids) > _MEMO_TOKENS:
-                        memo.clear()
-                        self._held = 0
-                    memo[piece] = piece_ids
-                    self._held += len(piece_ids)
+                    known[piece] = encoding.ids
+                    self._remember(piece, known[piece])
         results: list[tuple[list[int], list[int] | None] | None] = []
         for segments, live, kinds in rows:
             ids: list[int] = []
@@ -184,17 +217,30 @@ class PieceEncoder:
                     mask += _FILL[kind] * len(piece_ids)
                     continue
                 encoding = fresh[piece]
+                local = [(max(s - start, 0), min(e, end) - start) for s, e in live if s < end and e > start]
+                if isinstance(encoding, list):
+                    mask += _overlaps(encoding, local)
+                    continue
                 last = encoding.token_to_chars(len(piece_ids) - 1) if piece_ids else None
                 if last is not None and last[0] == last[1] == end - start:
                     exact = False  # a zero-width token at the piece's end: only the whole text says
                     break
-                local = [(max(s - start, 0), min(e, end) - start) for s, e in live if s < end and e > start]
                 mask += bytes(self._mask(encoding, local))
             results.append((ids, list(mask)) if exact else None)
         return results
 
 
 _FILL = (b"\x00", b"\x01")
+
+
+def _overlaps(ends: list[int], spans: Sequence[tuple[int, int]]) -> bytearray:
+    """1 for each token overlapping a non-empty span, the tokens given by their ends (each starts where the one
+    before ends, the first at 0): what :func:`~turnkit.render._tokenize.generation_mask` gives on such offsets."""
+    mask = bytearray(len(ends))
+    for start, end in spans:
+        first, last = bisect_right(ends, start), min(bisect_left(ends, end), len(ends) - 1)
+        mask[first : last + 1] = b"\x01" * (last + 1 - first)
+    return mask
 
 
 def _coverage(start: int, end: int, spans: Sequence[tuple[int, int]]) -> int:
