@@ -247,6 +247,10 @@ def _coverage(start: int, end: int, spans: Sequence[tuple[int, int]]) -> int:
     """How the spans cover the piece ``[start, end)``, zero-width tokens at its end included. 0: no token of it
     can be marked (every span ends by its start or starts past its end); 1: every token is marked (one span starts
     by its start and ends past its end); 2: it depends on the tokens' offsets."""
-    if all(e <= start or s > end for s, e in spans):
-        return 0
-    return 1 if any(s <= start and e > end for s, e in spans) else 2
+    kind = 0
+    for s, e in spans:  # a plain loop: two generator expressions cost more than the few spans a text has
+        if e > start and s <= end:
+            if s <= start and e > end:
+                return 1
+            kind = 2
+    return kind

@@ -153,6 +153,8 @@ class _GenerationExtension(jinja2.ext.Extension):
         return text
 
 
+_GENERATION = _GenerationExtension._generation_support
+
 _BUFFERED = (nodes.Macro, nodes.CallBlock, nodes.AssignBlock, nodes.FilterBlock)
 """Nodes whose body renders into a buffer output later (or elsewhere): a generation block inside one is not at the
 top-level position the render loop counts."""
@@ -844,6 +846,10 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
             kwargs.pop("_loop_vars", None)
             kwargs.pop("_block_vars", None)
             return _TemplateNamespace(*args, **kwargs)
+        if type(obj) is MethodType and obj.__func__ is _GENERATION:
+            # ``{% generation %}``: the extension's own method, given only its ``caller``; its body's calls are
+            # budgeted where they happen. What Context.call does for it, without the generic checks.
+            return obj(kwargs["caller"])
         budget = current_budget()
         if budget is not None:
             budget.depth += 1
