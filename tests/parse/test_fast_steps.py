@@ -59,6 +59,18 @@ CASES: list[tuple[str | FormatSpec, str | None, list[dict[str, Any]] | None, str
         '<tool_call>{ "name" :"f" ,, "id": "c1",\t"na\\u006de": "x", "arguments"\n:\n {"k": [1]} , "zz" : 2 }'
         '</tool_call><tool_call>{"a": 1, "b" : "c"}</tool_call> end',
     ),
+    # The call object's opening with its first key taken in one step: whitespace and stray commas around ``{``, a
+    # wrapping tag and a fence before it, a first key longer than a name may be; and a named call (``NAME[ARGS]``,
+    # decoded by a delegate) whose arguments' ``{"k`` is the delegate's, not a call object's opening.
+    (
+        "hermes",
+        None,
+        None,
+        '<tool_call> \n{ ,"name": "f", "arguments": {}}</tool_call><tool_call><json>\n{"name": "g", "arguments": '
+        '{"a": 1}}</json></tool_call> ```json\n{"name": "h", "arguments": {}}``` <tool_call>{"' + "k" * 520 + '": 1}'
+        "</tool_call>",
+    ),
+    ("mistral_args", None, None, '[TOOL_CALLS]f[ARGS]{"abcdef": 1}'),
     # A region that is no call after all (its text is given back as content), then a call.
     ("hermes", None, None, '<tool_call>[see docs] x</tool_call> <tool_call>{"name": "h", "arguments": {}}</tool_call>'),
     # XML parameters: untyped and string-typed values, close markers that close and one that does not.

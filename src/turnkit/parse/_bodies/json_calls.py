@@ -88,6 +88,9 @@ _KEY_START = re.compile(r'[ \t\r\n,]*("[^"\\]*)\Z')
 """In an object before a member: a chunk that only begins the next key (its opening quote and plain text)."""
 _NEXT_KEY_START = re.compile(r'[ \t\r\n]*,[ \t\r\n,]*("[^"\\]*)\Z')
 """After a member's value: the same after the comma."""
+_OBJECT_KEY_START = re.compile(r'[ \t\r\n]*\{[ \t\r\n,]*("[^"\\]*)\Z')
+"""Before the value: the same after the call object's ``{`` (leading whitespace is kept only while a fence may
+follow, which ``{`` rules out)."""
 _KEY_END = re.compile(r'([^"\\]*")[ \t\r\n]*(:[ \t\r\n]*)?\Z')
 """Inside a key: a chunk that ends it (plain text, the closing quote), perhaps with the colon, no value yet."""
 
@@ -412,8 +415,10 @@ class JsonCallsBody(Body):
                         self.state = _VALUE
                         self.scanner = None
                     return []
-        elif state is _OBJ or state is _AFTER:
-            start = (_KEY_START if state is _OBJ else _NEXT_KEY_START).match(text)
+        elif state is _OBJ or state is _AFTER or (state is _START and self.delegate is None):
+            start = (_KEY_START if state is _OBJ else _NEXT_KEY_START if state is _AFTER else _OBJECT_KEY_START).match(
+                text
+            )
             if start is not None and len(start.group(1)) <= MAX_NAME:
                 scanner = self.scanner = JsonValueScanner(max_depth=self.max_depth)
                 scanner.started = scanner.in_string = True
