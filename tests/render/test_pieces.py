@@ -219,4 +219,4 @@ def test_the_memo_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     encoder = PieceEncoder(tok, generation_mask)
     texts = [f"<|im_start|>user\nquestion number {i} about the weather<|im_end|>\n" for i in range(40)]
     assert encoder.encode(texts) == [(tok.encode(t, add_special_tokens=False).ids, None) for t in texts]
-    assert encoder._held <= 50 and sum(map(len, encoder._memo.values())) == encoder._held
+    assert encoder._memo.held <= 50 and sum(map(len, encoder._memo.entries.values())) == encoder._memo.held

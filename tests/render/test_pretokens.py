@@ -293,4 +293,4 @@ def test_the_memo_of_pre_tokens_stays_bounded(monkeypatch: pytest.MonkeyPatch) -
     for n in range(300):
         text = f"word{n} and {n * 7919} more"
         assert encoder.encode(text) == tok.encode(text).ids
-        assert encoder._held <= 64 and sum(map(len, encoder._memo.values())) == encoder._held
+        assert encoder._memo.held <= 64 and sum(map(len, encoder._memo.entries.values())) == encoder._memo.held

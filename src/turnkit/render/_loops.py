@@ -72,15 +72,12 @@ def plain_loop_body(node: nodes.For) -> bool:
     if used is None or not used <= LOOP_EXPRESSIONS.keys():
         return False
     for stmt in node.body:
-        scopes = [*([stmt] if isinstance(stmt, _SCOPES) else []), *stmt.find_all(_SCOPES)]
+        # a macro or call block may run after the iteration (a ``caller`` kept, a macro called later): no ``loop``
+        # inside one takes the plain path, whichever loop it names
+        scopes = [*([stmt] if isinstance(stmt, _FUNCTIONS) else []), *stmt.find_all(_FUNCTIONS)]
         if any(_is_loop(name) for scope in scopes for name in scope.find_all(nodes.Name)):
             return False
     return True
-
-
-_SCOPES = (nodes.Macro, nodes.CallBlock)
-"""Bodies compiled as functions of their own, which may run after the iteration (a ``caller`` kept, a macro
-called later): no ``loop`` inside them takes the plain path, whichever loop it names."""
 
 
 def loop_properties(body: Iterable[nodes.Node]) -> set[str] | None:

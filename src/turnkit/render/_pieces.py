@@ -19,13 +19,12 @@ A new piece of a byte-level BPE tokenizer's text is encoded from a memo of its p
 
 from __future__ import annotations
 
-import json
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from turnkit.render._pretokens import PreTokenEncoder, plan
+from turnkit.render._pretokens import PreTokenEncoder, TokenMemo, component_config, plan
 
 __all__ = ["PieceEncoder", "inexact_reason"]
 
@@ -40,12 +39,6 @@ def _components(node: Any, key: str) -> Iterator[dict[str, Any]]:
     yield node
     for child in node.get(key) or ():
         yield from _components(child, key)
-
-
-def _config(component: Any) -> Any:
-    """A pre-tokenizer's or post-processor's own JSON (not the whole tokenizer's: its vocabulary can be megabytes,
-    and every worker process asks once)."""
-    return json.loads(component.__getstate__()) if component is not None else None
 
 
 def inexact_reason(backend: Any, *, offsets: bool) -> str | None:
@@ -66,11 +59,11 @@ def inexact_reason(backend: Any, *, offsets: bool) -> str | None:
         contents.add(token.content)
     if type(backend.model).__name__ == "BPE" and getattr(backend.model, "dropout", None):
         return "BPE dropout is random"
-    for node in _components(_config(backend.pre_tokenizer), "pretokenizers"):
+    for node in _components(component_config(backend.pre_tokenizer), "pretokenizers"):
         if node.get("type") == "Metaspace" and node.get("prepend_scheme") == "first":
             return "Metaspace prepend_scheme='first' treats the piece at the start of the text differently"
     if offsets:
-        for node in _components(_config(backend.post_processor), "processors"):
+        for node in _components(component_config(backend.post_processor), "processors"):
             if node.get("type") in ("ByteLevel", "RobertaProcessing") and node.get("trim_offsets", True):
                 if node.get("add_prefix_space", True):
                     return "the post-processor trims the first token's offsets differently (add_prefix_space)"
@@ -90,21 +83,13 @@ class PieceEncoder:
         self._ids = tokens
         ordered = sorted(tokens, key=len, reverse=True)  # at one position the longest wins, as in tokenizers
         self._split = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-        self._memo: dict[str, list[int]] = {}
-        self._held = 0
+        self._memo = TokenMemo(_MEMO_TOKENS)
         found = plan(backend)
         stops = {t.content for t in backend.get_added_tokens_decoder().values() if t.normalized}
         if backend.normalizer is not None:
             stops |= {backend.normalizer.normalize_str(stop) for stop in stops}
         self.pretokens = PreTokenEncoder(backend, *found, sorted(stops)) if isinstance(found, tuple) else None
         """New pieces' ids from a memo of pre-tokens, where that is exact (:mod:`turnkit.render._pretokens`)."""
-
-    def _remember(self, piece: str, ids: list[int]) -> None:
-        if self._held + len(ids) > _MEMO_TOKENS:
-            self._memo.clear()
-            self._held = 0
-        self._memo[piece] = ids
-        self._held += len(ids)
 
     def segments(self, text: str) -> list[tuple[int, int, int | None, str]]:
         """``(start, end, id, text)`` of each added token (its ``id``) and each piece between (``None``), in order."""
@@ -133,7 +118,7 @@ class PieceEncoder:
         Only pieces a span partly covers need token offsets (``encode_batch``); new pieces that no span reaches,
         or that one span covers, are encoded without (``encode_batch_fast``, about a third faster, same ids).
         """
-        memo = self._memo
+        memo = self._memo.entries
         known: dict[str, list[int]] = {}  # this call's pieces and their ids
         new: dict[str, None] = {}  # pieces neither in the memo nor encoded yet
         located: dict[str, None] = {}  # pieces a span partly covers: encoded with offsets
@@ -175,13 +160,13 @@ class PieceEncoder:
                     fresh[piece] = bounds[1]
                     if piece not in known:
                         known[piece] = bounds[0]
-                        self._remember(piece, bounds[0])
+                        self._memo.remember(piece, bounds[0])
             for piece in new:
                 if piece not in known:
                     piece_ids = pretokens.encode(piece)
                     if piece_ids is not None:
                         known[piece] = piece_ids
-                        self._remember(piece, piece_ids)
+                        self._memo.remember(piece, piece_ids)
         backend = self._backend
         for pieces, offsets in (
             ([p for p in located if p not in fresh], True),
@@ -189,14 +174,13 @@ class PieceEncoder:
         ):
             if not pieces:
                 continue
-            fast = hasattr(backend, "encode_batch_fast")  # tokenizers >= 0.21
-            encode = backend.encode_batch_fast if fast and not offsets else backend.encode_batch
+            encode = backend.encode_batch if offsets else getattr(backend, "encode_batch_fast", backend.encode_batch)
             for piece, encoding in zip(pieces, encode(pieces, add_special_tokens=False), strict=True):
                 if offsets:
                     fresh[piece] = encoding
                 if piece not in known:
                     known[piece] = encoding.ids
-                    self._remember(piece, known[piece])
+                    self._memo.remember(piece, known[piece])
         results: list[tuple[list[int], list[int] | None] | None] = []
         for segments, live, kinds in rows:
             ids: list[int] = []

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from itertools import accumulate, chain
 from typing import Any
 
-__all__ = ["PreTokenEncoder", "plan"]
+__all__ = ["PreTokenEncoder", "TokenMemo", "component_config", "plan"]
 
 _MEMO_TOKENS = 1 << 18
 """Token ids the memo of pre-tokens holds at most before it starts over: memory stays flat on any input."""
@@ -82,8 +82,29 @@ def _bytes_to_unicode() -> dict[int, str]:
 _BYTE_LEVEL = _bytes_to_unicode()
 
 
-def _config(component: Any) -> Any:
+def component_config(component: Any) -> Any:
+    """A tokenizer component's own JSON (a normaliser, pre-tokenizer or post-processor; not the whole tokenizer's:
+    its vocabulary can be megabytes, and every worker process asks once)."""
     return json.loads(component.__getstate__()) if component is not None else None
+
+
+class TokenMemo:
+    """Ids by text (``entries``), holding at most ``limit`` token ids (past that it starts over): memory stays flat
+    on any input."""
+
+    __slots__ = ("entries", "limit", "held")
+
+    def __init__(self, limit: int) -> None:
+        self.entries: dict[str, list[int]] = {}
+        self.limit = limit
+        self.held = 0
+
+    def remember(self, text: str, ids: list[int]) -> None:
+        if self.held + len(ids) > self.limit:
+            self.entries.clear()
+            self.held = 0
+        self.entries[text] = ids
+        self.held += len(ids)
 
 
 def _members(node: Any, key: str) -> list[Any]:
@@ -169,10 +190,10 @@ def plan(backend: Any) -> tuple[Callable[[str], list[str]], str | None] | str:
         return "BPE dropout or byte fallback"
     if model.continuing_subword_prefix or model.end_of_word_suffix:
         return "BPE subword prefixes or suffixes"
-    for node in _members(_config(backend.normalizer), "normalizers"):
+    for node in _members(component_config(backend.normalizer), "normalizers"):
         if node is not None and node.get("type") not in _SAME_ON_ASCII:
             return f"the normaliser {node.get('type')} may change ASCII text"
-    steps = _members(_config(backend.pre_tokenizer), "pretokenizers")
+    steps = _members(component_config(backend.pre_tokenizer), "pretokenizers")
     last = steps[-1] if steps else None
     if not isinstance(last, dict) or last.get("type") != "ByteLevel":
         return "the pre-tokenizer does not end with ByteLevel"
@@ -217,14 +238,14 @@ class PreTokenEncoder:
         self._tokenize = backend.model.tokenize
         unknown = backend.model.unk_token
         self._unknown = backend.model.token_to_id(unknown) if unknown else None
-        processors = [node for node in _members(_config(backend.post_processor), "processors") if node is not None]
+        processors = _members(component_config(backend.post_processor), "processors")
+        processors = [node for node in processors if node is not None]
         self.offsets = prefix is None and all(
             node.get("type") in _OFFSET_KEEPERS
             and _OFFSET_KEEPERS[node["type"]] in (None, bool(node.get("trim_offsets", True)))
             for node in processors
         )
-        self._memo: dict[str, list[int]] = {}
-        self._held = 0
+        self._memo = TokenMemo(_MEMO_TOKENS)
         self._width: dict[int, int] = {}  # characters of ASCII text a token id covers
 
     def _words(self, piece: str) -> list[str] | None:
@@ -245,11 +266,7 @@ class PreTokenEncoder:
         ids = [token.id for token in tokens]
         for token in tokens:
             self._width[token.id] = len(token.value)
-        if self._held + len(ids) > _MEMO_TOKENS:
-            self._memo.clear()
-            self._held = 0
-        self._memo[word] = ids
-        self._held += len(ids)
+        self._memo.remember(word, ids)
         return ids
 
     def encode(self, piece: str) -> list[int] | None:
@@ -257,9 +274,9 @@ class PreTokenEncoder:
         words = self._words(piece)
         if words is None:
             return None
-        found = list(map(self._memo.get, words))
+        memo = self._memo.entries
+        found = list(map(memo.get, words))
         if None in found:
-            memo = self._memo
             found = [memo.get(word) or self._new(word) for word in words]
         return list(chain.from_iterable(found))  # type: ignore[arg-type]  # no None left
 

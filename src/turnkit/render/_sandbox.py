@@ -237,7 +237,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         for memo in memos:
             self.writeline(f"{memo} = environment.fragment_memo()")
         self.writeline("from turnkit.render._loops import plain_loop as tk_plain_loop")
-        self.writeline("tk_unset = object()")
+        self.writeline("from turnkit.render._sandbox import _ABSENT as tk_unset")
         self.writeline("from turnkit.render._inputs import frozen_slot as tk_frozen_slot")
         self.writeline("from json.encoder import encode_basestring as tk_encode_str")
         self.writeline("from turnkit.render._sandbox import _TemplateNamespace as tk_namespace")
@@ -434,9 +434,6 @@ class _GuardedCodeGenerator(CodeGenerator):
 
     @optimizeconst
     def visit_Filter(self, node: nodes.Filter, frame: Frame) -> None:
-        # ``a + b + c`` and ``a ~ b ~ c`` (the guard's sized filters) on strings whose total is short: the
-        # concatenation the filter returns for them. Every operand is evaluated, left to right, before either
-        # branch (``&`` does not short-circuit), as the filter's argument list is.
         if (
             node.name == "trim"
             and node.node is not None
@@ -463,6 +460,9 @@ class _GuardedCodeGenerator(CodeGenerator):
         if node.name not in (_ADD_FILTER, _CONCAT_FILTER) or not isinstance(node.node, nodes.List):
             super().visit_Filter(node, frame)
             return
+        # ``a + b + c`` and ``a ~ b ~ c`` (the guard's sized filters) on strings whose total is short: the
+        # concatenation the filter returns for them. Every operand is evaluated, left to right, before either
+        # branch (``&`` does not short-circuit), as the filter's argument list is.
         items = node.node.items
         # a constant string is written as itself; any other operand is held in a temporary and tested
         constants = [_str_const(item) for item in items]
