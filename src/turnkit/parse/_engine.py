@@ -19,7 +19,7 @@ from typing import Any
 from turnkit.errors import LimitExceededError, UsageError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.messages import AssistantMessage
-from turnkit.parse._bodies import REJECT, Body, Fed, ToolTypes, body_class
+from turnkit.parse._bodies import REJECT, Body, Fed, Lane, ToolTypes, body_class
 from turnkit.parse._emit import CONTENT, REASONING, Delta, Emitter
 from turnkit.parse._json_scan import JsonDepthGauge
 from turnkit.parse._markers import MarkerScanner, MarkerSet
@@ -188,6 +188,39 @@ class _Region:
 class StreamParser:
     """Push parser for one model output: ``feed(text) -> deltas``, ``close() -> deltas``."""
 
+    __slots__ = (
+        "spec",
+        "_c",
+        "_limits",
+        "_types",
+        "_out",
+        "_frame",
+        "_closed",
+        "_final",
+        "_size",
+        "_max_input",
+        "_fast",
+        "_lane_body",
+        "_lane",
+        "_fast_loud",
+        "_mode",
+        "_scanner",
+        "_at_start",
+        "_reasoning",
+        "_reasoning_fresh",
+        "_held",
+        "_held_reasoning",
+        "_resume",
+        "_section",
+        "_region",
+        "_after_space",
+        "_stray_close",
+        "_header",
+        "_field",
+        "_gauge",
+        "_prefix_pending",
+    )
+
     def __init__(
         self,
         spec: FormatSpec,
@@ -213,6 +246,7 @@ class StreamParser:
         self._max_input = limits.max_input_chars
         self._fast: Callable[[str], list[Delta] | None] | None = None  # set by _arm (see there)
         self._lane_body: Body | None = None  # set by _arm: the body whose lane feed may take (see Body.lane)
+        self._lane: Lane | None = None  # that body's lane, taken from it after its step opened one
         self._fast_loud = self._c.content_markers.loud  # set by _arm: the current scanner's markers' test
         self._mode = _CONTENT
         # One scanner for the parser's life: each mode switch sets its marker set, holding nothing.
@@ -241,21 +275,21 @@ class StreamParser:
     # -- public -------------------------------------------------------------------------------------
     def feed(self, text: str) -> list[Delta]:
         """Parse the next piece of output; returns the deltas it settled (possibly none)."""
+        lane = self._lane
+        if lane is not None:  # the hottest path: more text of a body's run (see Body.lane), kept with its delta
+            stop, also, sink, index = lane
+            if type(text) is str and stop not in text and also not in text and text:
+                size = self._size + len(text)
+                if size <= self._max_input:
+                    sink.append(text)
+                    self._size = size
+                    return [] if index < 0 else [{"tool_calls": [{"index": index, "function": {"arguments": text}}]}]
+            self._lane = None
         # The hot path: a chunk that the armed fast step (see _arm) can take in one step.
         fast = self._fast
         if fast is not None and type(text) is str and text:
             size = self._size + len(text)
             if size <= self._max_input:
-                body = self._lane_body
-                if body is not None and body.lane is not None:
-                    stop, also, sink, index = body.lane
-                    if stop not in text and also not in text:  # more of the same text: kept, and its delta (Body.lane)
-                        sink.append(text)
-                        self._size = size
-                        return (
-                            [] if index < 0 else [{"tool_calls": [{"index": index, "function": {"arguments": text}}]}]
-                        )
-                    body.lane = None
                 try:
                     deltas = fast(text)
                 except BaseException:
@@ -265,6 +299,9 @@ class StreamParser:
                 self._size = size
                 if deltas is None:
                     return self._full(text)
+                body = self._lane_body
+                if body is not None and body.lane is not None:  # the body's step opened a lane: feed takes it
+                    self._lane, body.lane = body.lane, None
                 return deltas
         return self._feed(text)
 
@@ -431,7 +468,7 @@ class StreamParser:
         With ``frame=True`` the last delta returned is ``{"finish_reason": ...}``: ``finish_reason`` as given
         (``"length"`` when the caller knows the output was cut at the token limit, ``"content_filter"``), else
         ``"tool_calls"`` if the message has a call, else ``"stop"``."""
-        self._fast = None
+        self._fast, self._lane = None, None
         if self._closed:
             raise UsageError(f"close() on a {self._closed} stream parser")
         if finish_reason is not None:

@@ -7,7 +7,7 @@ which returns ``None`` while the body continues, the unconsumed rest once it end
 
 from __future__ import annotations
 
-from turnkit.parse._bodies.base import REJECT, Body, Fed, ToolTypes
+from turnkit.parse._bodies.base import REJECT, Body, Fed, Lane, ToolTypes
 from turnkit.parse._bodies.table import BODIES, body_class
 
-__all__ = ["BODIES", "REJECT", "Body", "Fed", "ToolTypes", "body_class"]
+__all__ = ["BODIES", "REJECT", "Body", "Fed", "Lane", "ToolTypes", "body_class"]

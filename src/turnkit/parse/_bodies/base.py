@@ -73,7 +73,8 @@ class Body:
         """Set by :meth:`fast` after a chunk that was only more text of a run (a JSON string in the arguments, an
         untyped raw value): while the next chunks have no stop character, the engine's ``feed`` takes them itself
         (no call into the body): each is appended to the lane's list and, with an index, is an argument delta of
-        that call. The engine clears it before any other chunk reaches the body."""
+        that call. The engine takes the lane over right after the step (and sets this back to ``None``), so the
+        body's next step starts without one."""
 
     def feed(self, text: str) -> Fed:  # pragma: no cover - abstract
         raise NotImplementedError
