@@ -63,6 +63,14 @@ class Body:
     as they become known: the name first, then JSON argument text fragments.
     """
 
+    __slots__ = (
+        "out",
+        "types",
+        "max_depth",
+        "lane",
+        "end",
+    )
+
     def __init__(
         self, spec: BodySpec, emitter: Emitter, types: ToolTypes, max_depth: int, region_close: str | None
     ) -> None:
@@ -75,12 +83,11 @@ class Body:
         (no call into the body): each is appended to the lane's list and, with an index, is an argument delta of
         that call. The engine takes the lane over right after the step (and sets this back to ``None``), so the
         body's next step starts without one."""
+        self.end: Fed = None
+        """What :meth:`feed` returned when the body ended on a chunk :meth:`fast` took (``None`` while it goes on)."""
 
     def feed(self, text: str) -> Fed:  # pragma: no cover - abstract
         raise NotImplementedError
-
-    end: Fed = None
-    """What :meth:`feed` returned when the body ended on a chunk :meth:`fast` took (``None`` while it goes on)."""
 
     def fast(self, text: str) -> list[Delta] | None:
         """The streaming path (the engine's armed step inside a body): take ``text`` and return this chunk's deltas

@@ -114,6 +114,33 @@ _WAIT = _End(None)
 class JsonCallsBody(Body):
     """``{"name": ..., "arguments": {...}}`` or ``[{...}, ...]``: a depth-1 walk, argument values streamed raw."""
 
+    __slots__ = (
+        "spec",
+        "state",
+        "listed",
+        "scanner",
+        "key_raw",
+        "role",
+        "value_parts",
+        "inner",
+        "inner_fed",
+        "produced",
+        "wrapped",
+        "fenced",
+        "opening",
+        "tail",
+        "delegate",
+        "name",
+        "call_id",
+        "started",
+        "pending_args",
+        "string_args",
+        "sep_space",
+        "sep_seen",
+        "sink",
+        "sink_index",
+    )
+
     def __init__(
         self, spec: JsonCalls, emitter: Emitter, types: ToolTypes, max_depth: int, region_close: str | None = None
     ) -> None:

@@ -113,6 +113,26 @@ def _undecided(followers: tuple[str, ...]) -> frozenset[str]:
 class XmlParamsBody(Body):
     """XML-style parameters, converted to JSON text as each parameter completes (strings stream)."""
 
+    __slots__ = (
+        "spec",
+        "region_close",
+        "plan",
+        "key_types",
+        "state",
+        "scan",
+        "key_held",
+        "text_buf",
+        "function",
+        "kind",
+        "count",
+        "value_started",
+        "held_newline",
+        "value_parts",
+        "followers",
+        "undecided",
+        "closing",
+    )
+
     def __init__(
         self, spec: XmlParams, emitter: Emitter, types: ToolTypes, max_depth: int, region_close: str | None
     ) -> None:
