@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.parse.deltas import accumulate, without_flags
-from turnkit.parse import FormatSpec, ToolRegion, XmlParams, load_format
+from turnkit.parse import FormatSpec, JsonCalls, Reasoning, ToolRegion, XmlParams, load_format
 
 ODD = "\x00\x01\x1b\u2028\udc80\xa0"
 """NUL, control characters, a JSON-escaped line separator, a lone surrogate and a no-break space."""
@@ -39,6 +39,14 @@ BRACKETS = FormatSpec(
             ),
         ),
     ),
+)
+
+NESTED = FormatSpec(
+    name="nested",
+    description="markers that begin longer ones ('<c' of '<call>', '<r' of '<rr>'): a chunk ending in '<ca' holds a "
+    "complete marker that may still become the longer one",
+    reasoning=(Reasoning(starts=("<r", "<rr>"), ends=("</r>",)),),
+    tools=(ToolRegion(open="<call>", close="</call>", body=JsonCalls()), ToolRegion(open="<c", body=JsonCalls())),
 )
 
 CASES: list[tuple[str | FormatSpec, str | None, list[dict[str, Any]] | None, str]] = [
@@ -87,6 +95,8 @@ CASES: list[tuple[str | FormatSpec, str | None, list[dict[str, Any]] | None, str
     # Reasoning held until its end marker, and reasoning open from the prompt.
     ("think", None, None, f"<think>\n a {ODD} <thi </think>\n\n b <think> c"),
     ("deepseek_r1", "<think>\n", None, f"still {ODD} thinking</think> answer <"),
+    # A marker's beginning after text holds a shorter complete marker ('<c' in '<ca'): held until it decides.
+    (NESTED, None, None, 'a <ca b <call>{"name": "f", "arguments": {}}</call> <c{"name": "g"} <rr>x</r> y<rz</r>'),
 ]
 
 
@@ -159,3 +169,21 @@ def test_xml_string_argument_text_does_not_depend_on_the_chunking() -> None:
     per_char, _ = _run("qwen3_coder_xml", None, TOOLS, list(text))
     assert _texts(per_char) == _texts(whole)
     assert _texts(whole)["call 0"] == '{"s": "ab\\n\xa0cd ef"}'
+
+
+def test_text_then_a_marker_beginning_releases_the_text_and_holds_the_beginning() -> None:
+    """A chunk whose tail, from its first possible marker character, only begins a marker: the text before it is
+    released at once and the tail held, in content, after a body and inside an XML value; when the next chunk
+    breaks the marker the held tail is text."""
+    parser = load_format("hermes").stream()
+    assert parser.feed("z ") == [{"content": "z"}]
+    assert parser.feed("a <b <tool_c") == [{"content": " a <b"}]  # ("<b <tool_c" is no marker's beginning)
+    assert parser.feed("x <") == [{"content": " <tool_cx"}]
+    assert parser.feed('tool_call>{"name": "f", "arguments": {}}  </tool') != []
+    assert parser.feed("_call> b") == [{"content": "  b"}]
+    parser = load_format("qwen3_coder_xml").stream()
+    assert parser.feed("<tool_call>\n<function=f>\n<parameter=a>\n1 <b </param") != []
+    assert parser.feed("x\n</parameter>\n</fun") == []
+    assert parser.feed("ction>\n</tool_call>") == [
+        {"tool_calls": [{"index": 0, "function": {"arguments": '"1 <b </paramx"}'}}]}
+    ]

@@ -402,12 +402,20 @@ class StreamParser:
         """Armed inside a marker's beginning: still only its beginning, every mode waits."""
         return [] if self._scanner.hold_more(text) else None
 
-    def _released(self, text: str, scanned: _Scanned) -> str | list[Delta]:
+    def _released(self, text: str, scanned: _Scanned, found: re.Match[str] | None) -> str | list[Delta]:
         """The scan of a chunk in content, reasoning or after a body: the text it releases when no marker completes
         (a marker's possible beginning is held); else the chunk's deltas, the machine run on from the scan
-        (``scanned``: the mode's handler of a scan result), as _full would, without scanning the chunk again."""
+        (``scanned``: the mode's handler of a scan result), as _full would, without scanning the chunk again.
+        ``found``: where a marker can first start in the chunk (the markers' ``loud``), when nothing is held."""
         scanner = self._scanner
-        if scanner.held and scanner.markers.plain_prefixes and scanner.hold_more(text):
+        markers = scanner.markers
+        if found is not None:
+            at = found.start()
+            if markers.plain_prefixes and text[at:] in markers.prefixes:
+                # From there only a marker's beginning, no marker inside it: held, what scan finds (no search).
+                scanner.held = text[at:]
+                return text[:at]
+        elif scanner.held and markers.plain_prefixes and scanner.hold_more(text):
             return ""
         before, marker, rest = scanner.scan(text)
         if marker is None:
@@ -424,7 +432,7 @@ class StreamParser:
         """Armed after a body that ended before its region's close marker: whitespace is kept for what follows
         (as _after_scanned does); a marker runs the machine; other text takes the full path."""
         held = self._scanner.held
-        released = self._released(text, self._after_scanned)
+        released = self._released(text, self._after_scanned, None if held else self._fast_loud(text))
         if isinstance(released, list):
             return released
         if released.strip():
@@ -435,8 +443,9 @@ class StreamParser:
 
     def _fast_content(self, text: str) -> list[Delta] | None:
         """Armed in content: a chunk in which no marker completes is content (as _run would find)."""
-        if self._scanner.held or self._fast_loud(text) is not None:
-            released = self._released(text, self._content_scanned)
+        found = None if self._scanner.held else self._fast_loud(text)
+        if found is not None or self._scanner.held:
+            released = self._released(text, self._content_scanned, found)
             if isinstance(released, list):
                 return released
             if not released:
@@ -448,8 +457,9 @@ class StreamParser:
 
     def _fast_reasoning(self, text: str) -> list[Delta] | None:
         """Armed in reasoning: a chunk in which no marker completes is reasoning (as _reasoning_scanned would find)."""
-        if self._scanner.held or self._fast_loud(text) is not None:
-            released = self._released(text, self._reasoning_scanned)
+        found = None if self._scanner.held else self._fast_loud(text)
+        if found is not None or self._scanner.held:
+            released = self._released(text, self._reasoning_scanned, found)
             if isinstance(released, list):
                 return released
             if not released:

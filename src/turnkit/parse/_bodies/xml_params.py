@@ -277,10 +277,11 @@ class XmlParamsBody(Body):
         scan = self.scan
         if state is _VALUE:
             held = scan.held
+            found = None
             if held:
                 if scan.hold_more(text):
                     return []
-            elif scan.markers.loud(text) is None:  # no value-ending marker can start here: all of it is value text
+            elif (found := scan.markers.loud(text)) is None:  # no value-ending marker can start here: value text
                 if self.kind != "string":  # kept until the value ends: so are the next chunks where none can start
                     stops = self.plan.value_stops
                     if stops:
@@ -298,7 +299,12 @@ class XmlParamsBody(Body):
                 return self.out.take()
             # What feed() does with the chunk, when the body goes on past it: text before a marker's possible
             # beginning is value text; a value's close marker followed by what may still become a follower waits.
-            before, marker, rest = scan.scan(text)
+            markers = scan.markers
+            if found is not None and markers.plain_prefixes and text[found.start() :] in markers.prefixes:
+                before, marker, rest = text[: found.start()], None, ""  # (what scan finds, without its search)
+                scan.held = text[found.start() :]
+            else:
+                before, marker, rest = scan.scan(text)
             if marker is None:
                 if self.kind != "string":
                     if before:
@@ -326,7 +332,12 @@ class XmlParamsBody(Body):
         if state is _PARAMS or (state is _AWAIT and self.out.calls):
             # Between parameters or functions the text before a marker is skipped: what matters is whether a
             # marker completes here (then feed() does the work, on the scanner as it was).
-            if scan.markers.loud(text) is None:
+            markers = scan.markers
+            found = markers.loud(text)
+            if found is None:
+                return []
+            if markers.plain_prefixes and text[found.start() :] in markers.prefixes:
+                scan.held = text[found.start() :]  # only a marker's beginning from there (what scan finds, no search)
                 return []
             if scan.scan(text)[1] is None:
                 return []
