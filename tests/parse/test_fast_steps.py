@@ -79,6 +79,28 @@ CASES: list[tuple[str | FormatSpec, str | None, list[dict[str, Any]] | None, str
         "</tool_call>",
     ),
     ("mistral_args", None, None, '[TOOL_CALLS]f[ARGS]{"abcdef": 1}'),
+    # Streamed arguments followed by the call object's end: a lone object (the body ends there), objects in a list,
+    # one after another (``repeat``), with a separator, and arguments written before the name (given at the end).
+    (
+        "jamba",
+        None,
+        None,
+        '<tool_calls>[{"name": "f", "arguments": {"a": 1} }, {"name": "g", "arguments": {}}]</tool_calls>',
+    ),
+    (
+        "minimax_m1",
+        None,
+        None,
+        '<tool_calls>\n{"name": "f", "arguments": {"a": [1]}}\n{"name": "g", "arguments": {}}\n</tool_calls>',
+    ),
+    ("llama3_json", None, None, '{"name": "f", "parameters": {"a": "x"} } ; {"name": "g", "parameters": {}} done'),
+    (
+        "hermes",
+        None,
+        None,
+        '<tool_call>{"arguments": {"a": 1}, "name": "f"}</tool_call> <tool_call>{"name": "g", "arguments": {}}x'
+        '<tool_call>{"name": "h", "arguments": "{\\"a\\": 1}", "arguments": {"b": 2}}</tool_call>',
+    ),
     # A region that is no call after all (its text is given back as content), then a call.
     ("hermes", None, None, '<tool_call>[see docs] x</tool_call> <tool_call>{"name": "h", "arguments": {}}</tool_call>'),
     # XML parameters: untyped and string-typed values, close markers that close and one that does not.

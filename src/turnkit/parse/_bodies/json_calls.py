@@ -91,6 +91,8 @@ _NEXT_KEY_START = re.compile(r'[ \t\r\n]*,[ \t\r\n,]*("[^"\\]*)\Z')
 _OBJECT_KEY_START = re.compile(r'[ \t\r\n]*\{[ \t\r\n,]*("[^"\\]*)\Z')
 """Before the value: the same after the call object's ``{`` (leading whitespace is kept only while a fence may
 follow, which ``{`` rules out)."""
+_OBJECT_END = re.compile(r"[ \t\r\n]*\}")
+"""After a call's streamed arguments: the call object's closing brace."""
 _KEY_END = re.compile(r'([^"\\]*")[ \t\r\n]*(:[ \t\r\n]*)?\Z')
 """Inside a key: a chunk that ends it (plain text, the closing quote), perhaps with the colon, no value yet."""
 
@@ -407,6 +409,19 @@ class JsonCallsBody(Body):
             else:
                 stop = scanner.feed(text)
                 if stop >= 0:  # the value ends in the chunk: the walk goes on from there (as fed)
+                    spec = self.spec
+                    if (
+                        self.sink is not None
+                        and (close := _OBJECT_END.match(text, stop)) is not None
+                        and self.pending_args is None
+                        and not (self.listed or self.wrapped or self.fenced or spec.repeat or spec.separators)
+                    ):  # streamed arguments, then the lone call object's end: the walk's steps to _done, in one
+                        self.out.args(text[:stop])
+                        self.out.end_call()
+                        self._reset_object()
+                        self.state = _DONE
+                        self.end = text[close.end() :]
+                        return None
                     rest = self.feed(text, self._value_piece(text, 0, stop))
                     if rest is None:
                         return self.out.take()
