@@ -41,6 +41,25 @@ BRACKETS = FormatSpec(
     ),
 )
 
+PREFIXED_CLOSE = FormatSpec(
+    name="prefixed_close",
+    description="[call][f=NAME][p=K]V[/p][p=end]: the function's close marker begins with the parameter opening",
+    tools=(
+        ToolRegion(
+            open="[call]",
+            close="[/call]",
+            body=XmlParams(
+                function_open="[f=",
+                name_ends=("]",),
+                param_open="[p=",
+                key_ends=(("]", ""),),
+                param_close="[/p]",
+                function_close="[p=end]",
+            ),
+        ),
+    ),
+)
+
 NESTED = FormatSpec(
     name="nested",
     description="markers that begin longer ones ('<c' of '<call>', '<r' of '<rr>'): a chunk ending in '<ca' holds a "
@@ -113,6 +132,7 @@ CASES: list[tuple[str | FormatSpec, str | None, list[dict[str, Any]] | None, str
         "</tool_call>\n<tool_call>\n<function=f>\n<parameter=s>\n\n</parameter>\n</function>\n</tool_call>",
     ),
     (BRACKETS, None, TOOLS, "[call][f=f][p=s]hello [x] world[/p][p=n]2[/p][/f][/call] after"),
+    (PREFIXED_CLOSE, None, TOOLS, "[call][f=f][p=s]a[/p]\n[p=n]2[/p] [p=end][/call] b"),
     ("seed_oss", None, TOOLS, "<seed:tool_call>\n<function=f>\n<parameter=s>\n a \n\n</parameter>\n</function>"),
     # Reasoning held until its end marker, and reasoning open from the prompt.
     ("think", None, None, f"<think>\n a {ODD} <thi </think>\n\n b <think> c"),

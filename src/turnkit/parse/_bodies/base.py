@@ -149,20 +149,23 @@ _JSON_FIRST = frozenset('"{[-0123456789tfnNI')
 """The characters a text ``json.loads`` reads can start with (``NaN`` and ``Infinity`` included)."""
 
 
+_LITERAL_KINDS = frozenset(("integer", "number", "boolean", "object", "array", "null", "json"))
+"""Declared types whose raw text, when it is not JSON, is read as a Python literal (``True``, ``'a'``, ``(1, 2)``)."""
+
+
 def typed_value(raw: str, kind: str) -> Any:
     """A raw parameter text as a JSON value: strings stay text; other types parse when they can."""
     if kind == "string":
         return raw
     stripped = raw.strip()
-    try:
-        if stripped[:1] not in _JSON_FIRST:
-            raise ValueError  # not JSON (most raw text): json.loads would raise a costlier error
-        value = json_loads(stripped)
-    except (ValueError, RecursionError):
-        if kind in ("integer", "number", "boolean", "object", "array", "null", "json"):
-            try:
-                return ast.literal_eval(stripped)
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                return raw
-        return raw
-    return value
+    if stripped[:1] in _JSON_FIRST:  # (else not JSON, most raw text: no json.loads and its costlier error)
+        try:
+            return json_loads(stripped)
+        except (ValueError, RecursionError):
+            pass
+    if kind in _LITERAL_KINDS:
+        try:
+            return ast.literal_eval(stripped)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return raw
+    return raw

@@ -66,6 +66,7 @@ class _Plan:
         "followers",
         "undecided",
         "value_stops",
+        "next_param_whole",
     )
 
     def __init__(self, spec: XmlParams, region_close: str | None) -> None:
@@ -85,6 +86,11 @@ class _Plan:
         self.key_types = dict(spec.key_ends)
         self.followers = tuple(m for m in (spec.param_open, spec.function_close, region_close) if m)
         self.undecided = _undecided(self.followers)
+        self.next_param_whole = spec.param_open not in self.params.prefixes_of_longer and not any(
+            m[0].isspace() for m in self.params.markers
+        )
+        """Whether text that is whitespace and then exactly the parameter opening marker, read between parameters,
+        is that marker (no other marker found first, none it may still become)."""
 
 
 _PLANS: dict[tuple[int, str | None], _Plan] = {}
@@ -323,9 +329,18 @@ class XmlParamsBody(Body):
             # After a value's close marker: text that may still become a follower is kept (as feed() does); what
             # decides goes through feed().
             closing = self.closing + text
-            if closing.lstrip() in self.undecided:
+            head = closing.lstrip()
+            if head in self.undecided:
                 self.closing = closing
                 return []
+            if head == self.spec.param_open and self.plan.next_param_whole:
+                # The next parameter opens right after the close marker: the value ends, its key begins (as feed()).
+                self.closing = ""
+                self._value_end()
+                self.state, scan.markers = _KEY, self.plan.key
+                scan.held, self.key_held = self.key_held, ""
+                self.text_buf = ""
+                return self.out.take()
             return self.fed(text)
         if scan.held:
             return [] if scan.hold_more(text) else self.fed(text)  # inside a marker's beginning: feed() would wait
