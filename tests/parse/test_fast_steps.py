@@ -98,6 +98,9 @@ CASES: list[tuple[str | FormatSpec, str | None, list[dict[str, Any]] | None, str
         "</tool_call>",
     ),
     ("mistral_args", None, None, '[TOOL_CALLS]f[ARGS]{"abcdef": 1}'),
+    # A member's value begun right after its key's colon, in the chunk that has the colon: a call in an envelope
+    # (read by a nested walker), an id and a value that end in that chunk.
+    ("generic", None, None, '{"tool_calls": [{"name": "f", "id": "c", "arguments": {"a": 1}, "x": 2}], "n": 1}'),
     # Streamed arguments followed by the call object's end: a lone object (the body ends there), objects in a list,
     # one after another (``repeat``), with a separator, and arguments written before the name (given at the end).
     (

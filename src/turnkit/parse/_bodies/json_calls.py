@@ -93,6 +93,8 @@ _OBJECT_KEY_START = re.compile(r'[ \t\r\n]*\{[ \t\r\n,]*("[^"\\]*)\Z')
 follow, which ``{`` rules out)."""
 _OBJECT_END = re.compile(r"[ \t\r\n]*\}")
 """After a call's streamed arguments: the call object's closing brace."""
+_COLON_MARK = re.compile(r"[ \t\r\n]*:[ \t\r\n]*")
+"""After a member's key: the colon (a value may begin after it)."""
 _KEY_END = re.compile(r'([^"\\]*")[ \t\r\n]*(:[ \t\r\n]*)?\Z')
 """Inside a key: a chunk that ends it (plain text, the closing quote), perhaps with the colon, no value yet."""
 
@@ -467,6 +469,18 @@ class JsonCallsBody(Body):
                 self.key_raw = start.group(1)
                 self.state = _KEY
                 return []
+        elif state is _COLON and self.role is not _ENVELOPE:
+            colon = _COLON_MARK.match(text)
+            if colon is not None and colon.end() < len(text):  # the colon, then the value begins: read from there
+                self.state = _VALUE
+                self.scanner = None
+                pos = self._value(text, colon.end())
+                assert not isinstance(pos, _End)  # (only an envelope's value ends the feed there)
+                rest = self.feed(text, pos) if pos < len(text) else None
+                if rest is None:
+                    return self.out.take()
+                self.end = rest
+                return None
         return self.fed(text)
 
     def _value(self, text: str, pos: int) -> int | _End:
