@@ -193,13 +193,14 @@ def _ranges(points: Iterable[int]) -> list[list[int]]:
 
 
 def agreement() -> dict[str, Any]:
-    """The non-ASCII characters on which ``regex`` and tokenizers' Oniguruma could split text differently,
-    computed from both over every code point: per class of :data:`_PROPERTIES`, those one engine counts in it and
-    the other not; ``unassigned``, those one of them or ``unicodedata`` (whose normal forms turnkit checks) knows
-    and another does not; ``folds``, those either engine or ``str.casefold`` relates to an ASCII character in a
-    case-insensitive match (the Kelvin sign, long s, dotted capital I, ß for "ss"...); ``forms``, those
-    tokenizers' normal forms treat otherwise than ``unicodedata``'s (:func:`_normal_forms`). Unicode versions
-    differ between the four; everywhere else a class holds the same characters, so the engines read text alike."""
+    """The non-ASCII characters on which ``regex`` and tokenizers could split or normalise text differently,
+    computed from both over every code point: per class of :data:`_PROPERTIES`, those one engine (``regex``,
+    tokenizers' Oniguruma) counts in it and the other not; ``folds``, those either engine or ``str.casefold``
+    relates to an ASCII character in a case-insensitive match (the Kelvin sign, long s, dotted capital I, ß for
+    "ss"...); ``forms``, those whose normal forms differ between tokenizers and ``unicodedata``
+    (:func:`_normal_forms`) or that one of Oniguruma, ``regex`` and ``unicodedata`` knows and another does not.
+    The Unicode versions of the three differ; everywhere else a class holds the same characters, so the engines
+    read text alike."""
     import regex
     from tokenizers import Regex, pre_tokenizers
 
@@ -217,20 +218,14 @@ def agreement() -> dict[str, Any]:
     for name in dict.fromkeys(_PROPERTIES.values()):
         theirs, ours = members(name)
         classes[name] = _ranges(theirs ^ ours)
-    theirs, ours = members(_UNASSIGNED)
-    python = {c for c in points if unicodedata.category(chr(c)) == "Cn"}
-    unassigned = (theirs | ours | python) - (theirs & ours & python)
     theirs, ours = members(_FOLDS)
     cased = {c for c in points if any(map(str.isascii, chr(c).casefold() + chr(c).lower() + chr(c).upper()))}
     folds = theirs | ours | cased
+    theirs, ours = members(_UNASSIGNED)
+    python = {c for c in points if unicodedata.category(chr(c)) == "Cn"}
     forms = _normal_forms([c for c in points if c not in python])
-    return {
-        "versions": _versions(),
-        "classes": classes,
-        "unassigned": _ranges(unassigned),
-        "folds": _ranges(folds),
-        "forms": _ranges(forms),
-    }
+    forms |= (theirs | ours | python) - (theirs & ours & python)
+    return {"versions": _versions(), "classes": classes, "folds": _ranges(folds), "forms": _ranges(forms)}
 
 
 def _normal_forms(points: list[int]) -> set[int]:
@@ -308,13 +303,20 @@ def _disagreement() -> dict[str, Any]:
 def _outside(classes: frozenset[str], folds: bool, forms: bool) -> Callable[[str], object]:
     """``search`` for a character on which the engines may differ for an expression using ``classes`` (and a
     case-insensitive group: ``folds``; a normaliser: ``forms``), or a surrogate: a piece holding one goes to
-    tokenizers."""
+    tokenizers. A class of the other characters, negated: ``re`` finds a character of the Basic Multilingual Plane
+    in it at once (a bitmap), where a class of the few outside ones would be a list of ranges tried in turn."""
     data = _disagreement()
-    ranges = [_SURROGATES, *data["unassigned"], *(data["folds"] if folds else ()), *(data["forms"] if forms else ())]
+    ranges = [_SURROGATES, *(data["folds"] if folds else ()), *(data["forms"] if forms else ())]
     for name in classes:
         ranges += data["classes"][name]
-    body = "".join(f"{re.escape(chr(first))}-{re.escape(chr(last))}" for first, last in ranges)
-    return re.compile(f"[{body}]").search
+    body, at = ["\\x00-\\x7f"], 0x80
+    for first, last in sorted(ranges):
+        if first > at:
+            body.append(f"{re.escape(chr(at))}-{re.escape(chr(first - 1))}")
+        at = max(at, last + 1)
+    if at <= 0x10FFFF:
+        body.append(f"{re.escape(chr(at))}-\\U0010ffff")
+    return re.compile(f"[^{''.join(body)}]").search
 
 
 class Plan(NamedTuple):
