@@ -7,17 +7,27 @@ tiktoken does) gives the ids ``Tokenizer.encode`` gives, and new pre-tokens go t
 (``Model.tokenize``: merges, ``ignore_merges``, unknown tokens as ``tokenizers`` has them).
 
 Exact by construction only for what :func:`plan` recognises: a BPE model without dropout, byte fallback or subword
-affixes; no normaliser, or Unicode normal forms (the identity on ASCII); and as pre-tokenizer either
-``ByteLevel(use_regex=True)`` (GPT-2's expression) or ``Sequence[Split(Regex(p), "isolated"),
-ByteLevel(use_regex=False)]`` (Llama 3, Qwen2: ``p`` read from the tokenizer itself), ``add_prefix_space`` either
-way. ``tokenizers`` runs the expression with Oniguruma, turnkit an ASCII form of it with ``re`` (``\\p{L}`` is
-``[A-Za-z]``, ...; ``regex`` runs properties without one). They agree on ASCII text for the expressions tokenizers
-are built with (tested on every pair of ASCII characters for GPT-2's, Llama 3's and Qwen2's, and on each accepted
-construct), so only pieces made of ASCII characters are split here, only expressions built of constructs both
-engines read alike are accepted (:data:`_SYNTAX`), and :func:`plan` checks the tokenizer's own pre-tokenizer
-against this split on a probe of every ASCII character in varied company. Anything else -- a non-ASCII piece, one
-holding a normalised added token, a split that skips characters -- returns ``None``: the caller encodes the piece
-with ``tokenizers``.
+affixes; no normaliser, or Unicode normal forms; and as pre-tokenizer either ``ByteLevel(use_regex=True)``
+(GPT-2's expression) or ``Sequence[Split(Regex(p), "isolated"), ByteLevel(use_regex=False)]`` (Llama 3, Qwen2:
+``p`` read from the tokenizer itself), ``add_prefix_space`` either way. ``tokenizers`` runs the expression with
+Oniguruma. Only expressions built of constructs both engines read alike are accepted (:data:`_SYNTAX`), and
+:func:`plan` checks the tokenizer's own pre-tokenizer against this split on probes in varied company.
+
+- ASCII pieces: an ASCII form of the expression with ``re`` (``\\p{L}`` is ``[A-Za-z]``, ...; ``regex`` runs
+  properties without one); they agree on every pair of ASCII characters for GPT-2's, Llama 3's and Qwen2's
+  expressions and on each accepted construct (tested), and normal forms leave ASCII alone.
+- Other pieces: the expression itself with ``regex``, when every character is one on which the two engines agree.
+  Given the same constructs, what a character does to a match is its membership of the expression's classes
+  (``\\p{L}``, ``\\p{N}``, ``\\s``...) and, in a case-insensitive group, its case folds; Unicode versions
+  differ between ``regex``, Oniguruma and ``unicodedata``, so :func:`agreement` lists the characters where any of
+  that differs (from both engines, over every code point; shipped as ``_pretokens_unicode.json``, made again at
+  load time for other versions), and a piece holding one goes to tokenizers. With a normaliser, a piece must be in
+  its normal form per ``unicodedata`` and free of the characters tokenizers' older normalisation tables treat
+  otherwise. Byte-level tokens may cover part of a character; :meth:`PreTokenEncoder.locate` gives the character
+  offsets tokenizers gives them.
+
+Anything else -- a piece holding a normalised added token, a split that skips characters -- returns ``None``:
+the caller encodes the piece with ``tokenizers``.
 """
 
 from __future__ import annotations
@@ -290,8 +300,8 @@ def _splitter(expression: str) -> Callable[[str], list[str]] | str:
 
 @functools.cache
 def _disagreement() -> dict[str, Any]:
-    """:func:`agreement` as shipped when it was made with the installed versions, else computed here (about three
-    seconds, once a process)."""
+    """:func:`agreement` as shipped when it was made with the installed versions, else computed here (about seven
+    CPU seconds, once a process: only after an upgrade of tokenizers, regex or Python)."""
     try:
         data = json.loads(_AGREEMENT.read_text(encoding="utf-8"))
     except (OSError, ValueError):
