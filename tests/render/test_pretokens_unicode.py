@@ -34,6 +34,25 @@ def test_the_shipped_table_is_what_the_installed_engines_give() -> None:
     assert shipped == json.loads(json.dumps(_pretokens.agreement()))
 
 
+def test_the_table_is_read_for_its_versions_and_computed_for_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped table serves the versions it was made with; other versions of tokenizers, regex or Python get
+    one computed at load time (here a stand-in, :func:`agreement` itself being tested above)."""
+    shipped = json.loads(_pretokens._AGREEMENT.read_text(encoding="utf-8"))
+
+    def computed() -> dict[str, Any]:
+        return {"computed": True}
+
+    monkeypatch.setattr(_pretokens, "agreement", computed)
+    _pretokens._disagreement.cache_clear()
+    try:
+        assert _pretokens._disagreement() == shipped
+        _pretokens._disagreement.cache_clear()
+        monkeypatch.setattr(_pretokens, "_versions", lambda: {**shipped["versions"], "tokenizers": "0.0.1"})
+        assert _pretokens._disagreement() == {"computed": True}
+    finally:
+        _pretokens._disagreement.cache_clear()
+
+
 def test_the_table_holds_the_known_differences() -> None:
     """Letters newer than Oniguruma's Unicode, the characters folding to ASCII letters, surrogates: outside."""
     data = _pretokens._disagreement()
