@@ -91,6 +91,16 @@ def test_every_agreed_character_splits_as_tokenizers_does_in_company(pattern: st
         assert split(text) == [word for word, _ in theirs(text)]
 
 
+def test_re_splits_text_of_the_basic_plane_and_regex_the_rest() -> None:
+    """``re`` with the classes spelt out for characters up to U+FFFF (the test above covers both halves: its texts
+    run through the code points in order); ``regex`` alone when a class sits in a case-insensitive group."""
+    split = _pretokens._wide(LLAMA3, False)
+    assert split is not None and split[0].__qualname__ == "_either.<locals>.split"
+    assert split[0]("東京 Ⅻ 😀😀 and") == ["東京", " ", "Ⅻ", " 😀😀", " and"]
+    folded = _pretokens._wide(r"(?i:\p{L}+)|\s", False)
+    assert folded is not None and type(folded[0].__self__).__module__ == "_regex"  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("form", ["NFC", "NFD", "NFKC", "NFKD"])
 def test_normal_forms_agree_on_the_agreed_characters(form: str) -> None:
     """Python's normal forms equal tokenizers' on every agreed assigned character, alone and after a letter and a

@@ -264,14 +264,15 @@ def _normal_forms(points: list[int]) -> set[int]:
     return out
 
 
-def _ascii_expression(tokens: list[tuple[str, bool]]) -> str | None:
-    """The expression for ``re`` that splits ASCII text as ``tokens`` do (``None``: a class it does not know)."""
+def _ascii_expression(tokens: list[tuple[str, bool]], sets: dict[str, str] = _ASCII_SETS) -> str | None:
+    """The expression for ``re`` that splits ASCII text as ``tokens`` do, or with other ``sets`` the text of their
+    characters (``None``: a class it does not know)."""
     out = []
     for token, inside in tokens:
-        if token in _ASCII_SETS:
-            out.append(_ASCII_SETS[token] if inside else f"[{_ASCII_SETS[token]}]")
+        if token in sets:
+            out.append(sets[token] if inside else f"[{sets[token]}]")
         elif token in _ASCII_COMPLEMENTS and not inside:
-            out.append(f"[^{_ASCII_SETS[_ASCII_COMPLEMENTS[token]]}]")
+            out.append(f"[^{sets[_ASCII_COMPLEMENTS[token]]}]")
         elif token[:2] in (r"\p", r"\P") or token in _ASCII_COMPLEMENTS:
             return None
         else:
@@ -341,9 +342,52 @@ class Plan(NamedTuple):
     forms: tuple[Any, ...] = ()
 
 
+@functools.cache
+def _bmp_sets() -> dict[str, str]:
+    """Each class of :data:`_ASCII_SETS` on the Basic Multilingual Plane as ``regex`` has it, spelt out as ranges
+    for ``re`` (which has no ``\\p{L}``): ``re`` looks them up in a bitmap and splits such text about twice as
+    fast as ``regex``, the same way (same constructs, same members). Not beyond the plane: ``re`` would try the
+    ranges there one by one for every character."""
+    import regex
+
+    text = "".join(map(chr, range(0x10000)))
+    return {
+        name: "".join(
+            f"{re.escape(chr(m.start()))}-{re.escape(chr(m.end() - 1))}" for m in regex.finditer(f"{name}+", text)
+        )
+        for name in _ASCII_SETS
+    }
+
+
+def _folded_classes(tokens: list[tuple[str, bool]]) -> bool:
+    """Whether a class sits in a case-insensitive group, where ``re`` and ``regex`` might fold a character into or
+    out of it differently (U+0345, a mark, upper-cases to a letter)."""
+    groups: list[bool] = []  # per open group: case-insensitive
+    for token, inside in tokens:
+        if token[0] == "(" and not inside:
+            groups.append(token == "(?i:" or any(groups))
+        elif token == ")" and not inside and groups:
+            groups.pop()
+        elif any(groups) and (inside or token[0] == "\\"):
+            return True
+    return False
+
+
+_ASTRAL = re.compile("[^\\x00-\\uffff]").search
+
+
+def _either(bmp: Callable[[str], list[str]], full: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    def split(piece: str) -> list[str]:
+        return full(piece) if _ASTRAL(piece) else bmp(piece)
+
+    return split
+
+
 def _wide(expression: str, forms: bool) -> tuple[Callable[[str], list[str]], Callable[[str], object]] | None:
-    """``regex``'s ``findall`` of ``expression`` and the ``search`` of :func:`_outside` for it (after a normaliser:
-    ``forms``), when it names only classes :func:`agreement` compares and no character outside ASCII."""
+    """The ``findall`` of ``expression`` for non-ASCII pieces (``re`` with the classes of :func:`_bmp_sets` for
+    text of the Basic Multilingual Plane, ``regex`` beyond it or for classes in a case-insensitive group) and the
+    ``search`` of :func:`_outside` for it (after a normaliser: ``forms``), when it names only classes
+    :func:`agreement` compares and no character outside ASCII."""
     tokens = _scan(expression)
     if isinstance(tokens, str) or not expression.isascii():
         return None
@@ -355,7 +399,15 @@ def _wide(expression: str, forms: bool) -> tuple[Callable[[str], list[str]], Cal
             return None
     import regex
 
-    return regex.compile(expression).findall, _outside(frozenset(classes), "(?i:" in expression, forms)
+    split = regex.compile(expression).findall
+    outside = _outside(frozenset(classes), "(?i:" in expression, forms)
+    spelt = None if _folded_classes(tokens) else _ascii_expression(tokens, _bmp_sets())
+    if spelt is not None:
+        try:
+            return _either(re.compile(spelt).findall, split), outside
+        except re.error:
+            pass  # e.g. a look-behind of varying width: regex takes it
+    return split, outside
 
 
 def _probe(backend: Any, split: Callable[[str], list[str]], prefix: str | None, probes: Iterable[str]) -> bool:
