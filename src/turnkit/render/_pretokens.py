@@ -16,7 +16,8 @@ Oniguruma. Only expressions built of constructs both engines read alike are acce
 - ASCII pieces: an ASCII form of the expression with ``re`` (``\\p{L}`` is ``[A-Za-z]``, ...; ``regex`` runs
   properties without one); they agree on every pair of ASCII characters for GPT-2's, Llama 3's and Qwen2's
   expressions and on each accepted construct (tested), and normal forms leave ASCII alone.
-- Other pieces: the expression itself with ``regex``, when every character is one on which the two engines agree.
+- Other pieces: the expression itself with ``regex`` (or, for text of the Basic Multilingual Plane, with ``re``
+  and the classes spelt out as ``regex`` has them), when every character is one on which the two engines agree.
   Given the same constructs, what a character does to a match is its membership of the expression's classes
   (``\\p{L}``, ``\\p{N}``, ``\\s``...) and, in a case-insensitive group, its case folds; Unicode versions
   differ between ``regex``, Oniguruma and ``unicodedata``, so :func:`agreement` lists the characters where any of
