@@ -85,9 +85,9 @@ _PROBES = [_CONTEXT.format(c=c) for c in map(chr, range(128))]
 tokenizer's own pre-tokenizer splits these as turnkit does (one at a time: tokenizers takes superlinear time
 on long texts here)."""
 _WIDE_PROBES = [_CONTEXT.format(c=c) for c in "éßЖλ東한٣Ⅻ\xa0\u3000\u2028\x85’“😀👩🏽\u200d💻\u0301ſ\u212a\u0c5c"]
-"""Non-ASCII letters, digits, spaces, marks, punctuation and symbols (those :func:`_outside` lets through; U+0C5C
-is a letter for ``regex`` only) in the same company: a check at load time that the split of non-ASCII pieces is
-the one :func:`agreement` vouches for."""
+"""Non-ASCII letters, digits, spaces, marks, punctuation and symbols in the same company (those holding a
+character :func:`_outside` finds are skipped: U+0C5C, a letter for ``regex`` only, always is): a check at load time
+that the split of non-ASCII pieces is the one :func:`agreement` vouches for."""
 
 
 def _bytes_to_unicode() -> dict[int, str]:
@@ -378,6 +378,8 @@ _ASTRAL = re.compile("[^\\x00-\\uffff]").search
 
 
 def _either(bmp: Callable[[str], list[str]], full: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    """``bmp`` for a piece within the Basic Multilingual Plane, else ``full``."""
+
     def split(piece: str) -> list[str]:
         return full(piece) if _ASTRAL(piece) else bmp(piece)
 
