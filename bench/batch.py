@@ -4,8 +4,10 @@
     python bench/batch.py --rows 1000 --quick --dataset chat --tokenizer small
     python bench/batch.py --ray --datasets
 
-Datasets: ``chat`` (a short system prompt, 1-4 turns that differ per row) and ``agent`` (the same long system
-prompt and five tool schemas in every row, as SFT/agent data has, then the same varied turns). Tokenizers:
+Datasets: ``chat`` (a short system prompt, 1-4 turns that differ per row), ``chat-intl`` (the same turns drawn
+from words with typographic quotes and dashes, accented Latin, Greek, Cyrillic, CJK and emoji, a third of them
+non-ASCII; it also prints the share of new pieces that still go to tokenizers) and ``agent`` (the same long
+system prompt and five tool schemas in every row, as SFT/agent data has, then the chat turns). Tokenizers:
 ``small`` (the test suite's byte-level BPE, 600 tokens: ~1.4 characters a token) and ``wide`` (a byte-level
 BPE of 8000 tokens trained on the project's docs and corpora: ~4 characters a token, closer to a real model's).
 Each combination prints its figures, a per-phase breakdown (CPU microseconds per conversation) and the ratios
@@ -54,14 +56,22 @@ CHATML = (
 )
 SPECIAL = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}
 WORDS = "the model answers every question about weather cities tools and time zones with care".split()
+INTL_WORDS = (
+    WORDS
+    + (
+        "the model’s “answer” — café naïve résumé Zürich São Paulo’s crème brûlée… 20 °C ½ "
+        "погода в Москве Καιρός στην Αθήνα 東京の天気は晴れです 北京今天很热 날씨가 좋아요 🙂 👍🏽 «très bien»"
+    ).split()
+)
+"""Words of the ``chat-intl`` rows: a third of them with non-ASCII characters."""
 
 
-def _conversations(n: int) -> list[list[dict[str, str]]]:
+def _conversations(n: int, words_of: list[str] = WORDS) -> list[list[dict[str, str]]]:
     chats = []
     for i in range(n):
         turns = []
         for t in range(1 + i % 4):
-            words = " ".join(WORDS[(i + t + k) % len(WORDS)] for k in range(20 + (i * 7 + t) % 60))
+            words = " ".join(words_of[(i + t + k) % len(words_of)] for k in range(20 + (i * 7 + t) % 60))
             turns += [
                 {"role": "user", "content": f"Q{i}.{t}: {words}?"},
                 {"role": "assistant", "content": f"A{i}.{t}: {words}."},
@@ -257,8 +267,27 @@ def _phases(template: ChatTemplate, rows: list[dict[str, Any]], worker: Any) -> 
     return out
 
 
+_DATASETS = {"chat": _conversations, "chat-intl": lambda n: _conversations(n, INTL_WORDS)}
+
+
+def _fallback(template: ChatTemplate, texts: list[str]) -> str:
+    """The share of the distinct pieces between special tokens (and of their characters) that the pre-token layer
+    hands to tokenizers."""
+    from turnkit.render._pieces import PieceEncoder
+    from turnkit.render._tokenize import generation_mask
+
+    encoder = PieceEncoder(template.tokenizer.backend, generation_mask)
+    pretokens = encoder.pretokens
+    pieces = {piece for text in texts for _, _, token, piece in encoder.segments(text) if token is None}
+    if pretokens is None:
+        return "no pre-token layer"
+    left = [piece for piece in pieces if pretokens.encode(piece) is None]
+    share = sum(map(len, left)) / max(sum(map(len, pieces)), 1)
+    return f"{len(left)} of {len(pieces)} distinct pieces ({share:.1%} of their characters)"
+
+
 def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer: str, tmp: Path, first: bool) -> None:
-    rows_in = [{"messages": c} for c in _conversations(args.rows)] if dataset == "chat" else _agent_rows(args.rows)
+    rows_in = _agent_rows(args.rows) if dataset == "agent" else [{"messages": c} for c in _DATASETS[dataset](args.rows)]
     folder = tmp / f"model-{tokenizer}"
     if not folder.exists():
         folder.mkdir()
@@ -400,6 +429,8 @@ def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer:
             f"    {'datasets.map num_proc=1, turnkit / transformers':<60} "
             f"{results['datasets.map turnkit num_proc=1'] / results['datasets.map transformers num_proc=1']:.2f}x"
         )
+    if dataset == "chat-intl":
+        print(f"  pieces encoded by tokenizers: {_fallback(template, [template.render(c) for c in chats])}")
     print(f"  load average after the runs: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
@@ -409,7 +440,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="1 repeat")
     parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--dataset", default="chat,agent", help="chat, agent or both (comma-separated)")
+    parser.add_argument("--dataset", default="chat,agent", help="chat, chat-intl, agent (comma-separated)")
     parser.add_argument("--tokenizer", default="small,wide", help="small, wide or both (comma-separated)")
     parser.add_argument("--ray", action="store_true", help="also time --engine ray at 1 and 2 workers")
     parser.add_argument("--datasets", action="store_true", help="also time datasets.map at num_proc 1 and 2")

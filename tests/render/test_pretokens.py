@@ -39,6 +39,16 @@ QWEN2 = (
 USED = ["gpt2", "gpt2-prefix", "gpt2-trim", "llama3", "qwen2", "split-prefix"]
 """Configurations the layer handles (for ids; "gpt2-prefix", "split-prefix" and "gpt2-trim" not for offsets)."""
 REFUSED = ["metaspace", "lowercase", "dropout", "split-then-digits"]
+INTL = [
+    "“Café” — naïve façade; São Paulo’s crème brûlée costs 12 €, ½ price… «Très bien», Ærø, Œuvre, Ångström.",
+    "Ελληνικά: Καλημέρα κόσμε! Русский: Привет, мир — как дела? Українська: Їжак ґанок. ١٢٣ ٤٥٦ ۷۸۹ १२३",
+    "日本語のテキスト、東京は晴れです。中文：你好，世界！한국어 문장입니다。 数字１２３ and　全角スペース",
+    "Emoji: 👩🏽\u200d💻 👨\u200d👩\u200d👧 🇫🇷 😀😀 ✔️ — skin 👍🏿, e\u0301 n\u0303 a\u0308\u0301 (combining).",
+    "Spaces:\xa0no-break,\u2009thin,\u2028line\u2029para\x85next\u3000ideo; Ⅻ ⅓ ² ³ ① ⓐ; Straße ſ \u212a ﬁ İı.",
+]
+"""Typographic, accented, Greek, Cyrillic, Arabic, Devanagari, CJK and emoji text (ZWJ, skin tones, flags),
+combining marks, non-ASCII spaces and digits, characters folding to ASCII: trained into the tokenizers so they
+have non-ASCII merges."""
 
 
 def _split_then_bytes(pattern: str, prefix: bool = False) -> Any:
@@ -86,7 +96,7 @@ def _tokenizer(kind: str) -> Any:
     trainer = trainers.BpeTrainer(
         vocab_size=700, special_tokens=list(ADDED), initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
-    tok.train_from_iterator(_corpus_text(), trainer)
+    tok.train_from_iterator(_corpus_text() + INTL * 3, trainer)
     if kind == "llama3":
         tok.model.ignore_merges = True  # Llama 3: a pre-token in the vocabulary is one token, merges or not
     elif kind == "dropout":
@@ -99,7 +109,7 @@ def _tokenizer(kind: str) -> Any:
 @pytest.mark.parametrize("kind", USED)
 def test_recognised_configurations_use_the_layer(kind: str) -> None:
     tok = _tokenizer(kind)
-    assert isinstance(plan(tok), tuple), plan(tok)
+    assert not isinstance(plan(tok), str), plan(tok)
     assert PieceEncoder(tok, generation_mask).pretokens is not None
 
 
@@ -279,7 +289,7 @@ def test_unknown_tokens_give_ids_but_not_offsets() -> None:
     encoder = PieceEncoder(tok, generation_mask).pretokens
     assert encoder is not None
     assert encoder.encode("ab a zz") == tok.encode("ab a zz").ids == [1, 2, 4, 3, 0, 0]
-    assert encoder.locate("ab a zz") is None and encoder.locate("ab a") == ([1, 2, 4], [1, 2, 4])
+    assert encoder.locate("ab a zz") is None and encoder.locate("ab a") == ([1, 2, 4], [0, 1, 2], [1, 2, 4])
     texts, spans = ["ab a zz", "zab a"], [[(1, 5)], [(0, 2)]]
     assert _pieces(tok, texts, spans) == _whole(tok, texts, spans)
 
@@ -288,8 +298,8 @@ def test_the_memo_of_pre_tokens_stays_bounded(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(_pretokens, "_MEMO_TOKENS", 64)
     tok = _tokenizer("llama3")
     found = plan(tok)
-    assert isinstance(found, tuple)
-    encoder = PreTokenEncoder(tok, *found, [])
+    assert not isinstance(found, str)
+    encoder = PreTokenEncoder(tok, found, [])
     for n in range(300):
         text = f"word{n} and {n * 7919} more"
         assert encoder.encode(text) == tok.encode(text).ids

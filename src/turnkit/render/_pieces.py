@@ -88,7 +88,7 @@ class PieceEncoder:
         stops = {t.content for t in backend.get_added_tokens_decoder().values() if t.normalized}
         if backend.normalizer is not None:
             stops |= {backend.normalizer.normalize_str(stop) for stop in stops}
-        self.pretokens = PreTokenEncoder(backend, *found, sorted(stops)) if isinstance(found, tuple) else None
+        self.pretokens = PreTokenEncoder(backend, found, sorted(stops)) if isinstance(found, tuple) else None
         """New pieces' ids from a memo of pre-tokens, where that is exact (:mod:`turnkit.render._pretokens`)."""
 
     def segments(self, text: str) -> list[tuple[int, int, int | None, str]]:
@@ -151,13 +151,13 @@ class PieceEncoder:
                     else:
                         known[piece] = hit
             rows.append((segments, live, kinds))
-        fresh: dict[str, Any] = {}  # pieces a span partly covers: their Encoding, or their tokens' ends
+        fresh: dict[str, Any] = {}  # pieces a span partly covers: their Encoding, or their tokens' starts and ends
         pretokens = self.pretokens
         if pretokens is not None:
             for piece in located:
                 bounds = pretokens.locate(piece)
                 if bounds is not None:
-                    fresh[piece] = bounds[1]
+                    fresh[piece] = bounds[1:]
                     if piece not in known:
                         known[piece] = bounds[0]
                         self._memo.remember(piece, bounds[0])
@@ -206,8 +206,8 @@ class PieceEncoder:
                     continue
                 encoding = fresh[piece]
                 local = [(max(s - start, 0), min(e, end) - start) for s, e in live if s < end and e > start]
-                if isinstance(encoding, list):
-                    mask += _overlaps(encoding, local)
+                if isinstance(encoding, tuple):
+                    mask += _overlaps(encoding[0], encoding[1], local)
                     continue
                 last = encoding.token_to_chars(len(piece_ids) - 1) if piece_ids else None
                 if last is not None and last[0] == last[1] == end - start:
@@ -221,13 +221,13 @@ class PieceEncoder:
 _FILL = (b"\x00", b"\x01")
 
 
-def _overlaps(ends: list[int], spans: Sequence[tuple[int, int]]) -> bytearray:
-    """1 for each token overlapping a non-empty span, the tokens given by their ends (each starts where the one
-    before ends, the first at 0): what :func:`~turnkit.render._tokenize.generation_mask` gives on such offsets."""
+def _overlaps(starts: list[int], ends: list[int], spans: Sequence[tuple[int, int]]) -> bytearray:
+    """1 for each token overlapping a non-empty span, the tokens given by their starts and ends (in text order, no
+    zero-width token): what :func:`~turnkit.render._tokenize.generation_mask` gives on such offsets."""
     mask = bytearray(len(ends))
     for start, end in spans:
-        first, last = bisect_right(ends, start), min(bisect_left(ends, end), len(ends) - 1)
-        mask[first : last + 1] = b"\x01" * (last + 1 - first)
+        first, last = bisect_right(ends, start), bisect_left(starts, end) - 1
+        mask[first : last + 1] = b"\x01" * max(last + 1 - first, 0)
     return mask
 
 
