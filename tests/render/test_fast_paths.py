@@ -86,6 +86,18 @@ EXPRESSIONS = [
     "|{{ ('é\"' * 700) | tojson | length }}",
     "{{ ('<b>'|safe) | tojson }}|{{ messages[1].meta | tojson }}|{{ none | tojson }}",
     "{{ messages[0].missing | tojson }}",
+    # printed fast paths: the print's str test sits in the fallback branch only, so each fallback is printed here
+    # with a value that is no str (a number, a list, Markup) or too long for the fast branch; a constant operand
+    # of ``+`` on either side is written untested
+    "{{ '!' + messages[0].role }}|{{ messages[0].role + '!' }}|{{ (messages[2].content + '!') }}"
+    "|{{ '<' + ('b'|safe) }}|{{ ('<b>'|safe) + '>' }}|{{ [1] + [2] }}|{{ 1 + 2.5 }}|{{ messages[0].n + 1 }}",
+    "{{ messages[0].n | trim }}|{{ ('  <b> '|safe) | trim }}|{{ (messages[2].content ~ ' ') | trim }}"
+    "|{{ messages[1].meta | tojson }}|{{ (messages[2].content ~ '\"') | tojson }}",
+    "{{ 1 + 2 + 3 }}|{{ [1] + [2] + [3] }}|{{ ('<b>'|safe) + messages[0].role + '<i>' }}|{{ 1 ~ 2 ~ none }}"
+    "|{{ messages[2].content ~ messages[0].role ~ '|' }}",
+    "{{ messages[0].n + '!' }}",
+    "{{ '!' + messages[0].n }}",
+    "{{ messages[0].missing + '!' }}",
 ]
 
 

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from functools import update_wrapper
+from io import StringIO
 from itertools import chain
 from pprint import pformat
 from types import BuiltinMethodType, MethodType
@@ -219,7 +220,10 @@ class _GuardedCodeGenerator(CodeGenerator):
 
     def visit_Template(self, node: nodes.Template, frame: Frame | None = None) -> None:
         _GuardRewriter().visit(node)
-        self._finalized: list[str] = []
+        # per print being compiled: (the stream to go back to, the one its expression is written aside to), or None
+        self._finalized: list[tuple[Any, StringIO] | None] = []
+        self._print_node: nodes.Expr | None = None  # the printed expression, until a fast path takes its test
+        self._print_tmps: list[str] = []
         # the ``loop`` variables of the loops being compiled, innermost last: (its Python name, whether it holds
         # a ``(index0, length, sequence)`` tuple for a list or tuple, see _loops); the next loop header's kind
         self._loops: list[tuple[str, bool]] = []
@@ -440,12 +444,14 @@ class _GuardedCodeGenerator(CodeGenerator):
             and not (node.args or node.kwargs or node.dyn_args or node.dyn_kwargs)
         ):
             # ``text | trim`` on a short str: what the sized ``trim`` returns for it (``str.strip``, uncharged)
-            tmp = self.temporary_identifier()
+            tmp, printed = self.temporary_identifier(), self._printed(node)
             self.write(f"({tmp}.strip() if type({tmp} := ")
             self.visit(node.node, frame)
             self.write(f") is str and len({tmp}) < {_FREE_BYTES} else ")
-            super().visit_Filter(
-                nodes.Filter(_internal_name(tmp, node.lineno), "trim", [], [], None, None, lineno=node.lineno), frame
+            self._fallback(
+                nodes.Filter(_internal_name(tmp, node.lineno), "trim", [], [], None, None, lineno=node.lineno),
+                frame,
+                printed,
             )
             self.write(")")
             return
@@ -471,6 +477,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         if not tested:
             super().visit_Filter(node, frame)
             return
+        printed = self._printed(node)
         self.write(f"({' + '.join(names)} if ")
         for i, (name, item) in enumerate(tested):
             self.write(f"{' & ' if i else ''}(type({name} := ")
@@ -482,9 +489,10 @@ class _GuardedCodeGenerator(CodeGenerator):
             item if text is not None else _internal_name(name, item.lineno)
             for name, item, text in zip(names, items, constants, strict=True)
         ]
-        super().visit_Filter(
+        self._fallback(
             nodes.Filter(nodes.List(held, lineno=node.lineno), node.name, [], [], None, None, lineno=node.lineno),
             frame,
+            printed,
         )
         self.write(")")
 
@@ -494,6 +502,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         whose text is already built (and short)."""
         assert node.node is not None
         tmp, slot, text = (self.temporary_identifier() for _ in range(3))
+        printed = self._printed(node)
         limit = self.environment.limits.max_sequence_length  # type: ignore[attr-defined]
         short = min(limit, (_FREE_BYTES - 3) // 6)  # at most 6 characters per character, plus the quotes
         self.write(f"(tk_encode_str({tmp}) if (type({tmp} := ")
@@ -504,10 +513,21 @@ class _GuardedCodeGenerator(CodeGenerator):
             f"({text} := {slot}[1].get({_JSON_DEFAULTS!r})) is not None and {text}[1] <= {limit} and "
             f"len({text}[0]) < {_FREE_BYTES} else "
         )
-        super().visit_Filter(
-            nodes.Filter(_internal_name(tmp, node.lineno), "tojson", [], [], None, None, lineno=node.lineno), frame
+        self._fallback(
+            nodes.Filter(_internal_name(tmp, node.lineno), "tojson", [], [], None, None, lineno=node.lineno),
+            frame,
+            printed,
         )
         self.write(")")
+
+    def _fallback(self, node: nodes.Filter, frame: Frame, printed: bool) -> None:
+        """A fast path's fallback: the filter call jinja2 writes, with the print's str test around it when the
+        fast path is printed (see _printed)."""
+        if printed:
+            self._print_open()
+        super().visit_Filter(node, frame)
+        if printed:
+            self._print_close()
 
     @optimizeconst
     def visit_Test(self, node: nodes.Test, frame: Frame) -> None:
@@ -533,31 +553,73 @@ class _GuardedCodeGenerator(CodeGenerator):
         if frame.eval_ctx.volatile:
             super().visit_Add(node, frame)
             return
-        left, right = self.temporary_identifier(), self.temporary_identifier()
-        self.write(f"({left} + {right} if (type({left} := ")
-        self.visit(node.left, frame)
-        self.write(f") is str) & (type({right} := ")
-        self.visit(node.right, frame)
-        self.write(
-            f") is str) and len({left}) + len({right}) < {_FREE_BYTES} "
-            f"else environment.call_binop(context, '+', {left}, {right}))"
-        )
+        printed = self._printed(node)
+        # a constant string operand is written as itself, untested (as in the sized chains below)
+        constants = [_str_const(node.left), _str_const(node.right)]
+        names = [self.temporary_identifier() if text is None else repr(text) for text in constants]
+        tests: list[str] = []
+        self.write(f"({names[0]} + {names[1]} if ")
+        for name, operand, text in zip(names, (node.left, node.right), constants, strict=True):
+            if text is None:
+                self.write(f"{' & ' if tests else ''}(type({name} := ")
+                self.visit(operand, frame)
+                self.write(") is str)")
+                tests.append(f"len({name})")
+        if not tests:  # folded by the optimizer already, unless volatile (handled above)
+            self.write("True")
+        free = _FREE_BYTES - sum(len(text) for text in constants if text is not None)
+        self.write(f" and {' + '.join(tests) or '0'} < {free} else ")
+        if printed:
+            self._print_open()
+        self.write(f"environment.call_binop(context, '+', {names[0]}, {names[1]})")
+        if printed:
+            self._print_close()
+        self.write(")")
 
     def _output_child_pre(self, node: nodes.Expr, frame: Frame, finalize: Any) -> None:
-        # ``{{ text }}``: a str prints as itself (finalize and str() return it unchanged).
+        # ``{{ text }}``: a str prints as itself (finalize and str() return it unchanged). The expression is
+        # written aside: a fast path whose own branch always makes a str (see _printed) takes the print's test
+        # into its fallback branch, and any other expression gets it around the whole.
         if frame.eval_ctx.volatile or frame.eval_ctx.autoescape or finalize.src != "environment.finalize(":
-            self._finalized.append("")
+            self._finalized.append(None)
             super()._output_child_pre(node, frame, finalize)
             return
-        tmp = self.temporary_identifier()
-        self._finalized.append(tmp)
-        self.write(f"({tmp} if type({tmp} := ")
+        aside = StringIO()
+        self._finalized.append((self.stream, aside))
+        self._print_node = node
+        self.stream = aside
 
     def _output_child_post(self, node: nodes.Expr, frame: Frame, finalize: Any) -> None:
-        tmp = self._finalized.pop()
-        if not tmp:
+        printed = self._finalized.pop()
+        if printed is None:
             super()._output_child_post(node, frame, finalize)
             return
+        self.stream, aside = printed
+        code = aside.getvalue()
+        if self._print_node is None:  # the fast path took the test into its fallback
+            self.write(code)
+        else:
+            self._print_node = None
+            self._print_open()
+            self.write(code)
+            self._print_close()
+
+    def _printed(self, node: nodes.Expr) -> bool:
+        """Whether ``node`` is being printed (and the print's str test is now the caller's, for its fallback:
+        every caller's fast branch makes an exact ``str``, which prints as itself)."""
+        if self._print_node is node:
+            self._print_node = None
+            return True
+        return False
+
+    def _print_open(self) -> None:
+        """The start of what a print makes of a value: the value when it is a str, else finalized and str()."""
+        tmp = self.temporary_identifier()
+        self._print_tmps.append(tmp)
+        self.write(f"({tmp} if type({tmp} := ")
+
+    def _print_close(self) -> None:
+        tmp = self._print_tmps.pop()
         self.write(f") is str else str(environment.finalize({tmp})))")
 
 
