@@ -98,6 +98,15 @@ EXPRESSIONS = [
     "{{ messages[0].n + '!' }}",
     "{{ '!' + messages[0].n }}",
     "{{ messages[0].missing + '!' }}",
+    # ``namespace(...)`` called directly: keyword and positional arguments, in a loop, the name rebound (the
+    # sandbox's call), an argument that is a call (not inlined), underscored names refused
+    "{% set ns = namespace(a=1, b=messages[0].role) %}{% set ns2 = namespace({'c': 2}, d=3) %}"
+    "{{ ns.a }}{{ ns.b }}{{ ns2.c }}{{ ns2.d }}{% for m in messages %}{% set n = namespace(r=m.role) %}"
+    "{{ n.r }}{% endfor %}{% set x = namespace(s=messages[0].content.strip()) %}{{ x.s }}",
+    "{% set namespace = dict %}{% set ns = namespace(a=1) %}{{ ns }}",
+    "{% set ns = namespace(_a=1) %}{{ ns._a }}",
+    "{% set ns = namespace({'_a': 1}) %}",
+    "{% set ns = namespace({1: 2}) %}{{ ns[1] is defined }}",
 ]
 
 

@@ -38,7 +38,7 @@ from markupsafe import Markup
 
 from turnkit.errors import TemplateLimitError
 from turnkit.limits import DEFAULT_LIMITS, Limits
-from turnkit.render._budget import RenderBudget, current_budget, estimate_str_size
+from turnkit.render._budget import RenderBudget, current_budget, estimate_str_size, guard_iterable
 from turnkit.render._fragments import (
     Fragment,
     FragmentEntry,
@@ -228,6 +228,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         # a ``(index0, length, sequence)`` tuple for a list or tuple, see _loops); the next loop header's kind
         self._loops: list[tuple[str, bool]] = []
         self._next_loop_plain = False
+        self._plain_iterable = False  # the next loop guard is a plain loop's, counted by tk_plain_loop
         # reads of a loop variable's item answered from the last dict read (see _loops): node id -> the locals
         # holding that dict and its item
         self._kept_items: dict[int, tuple[str, str]] = {}
@@ -241,6 +242,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         for memo in memos:
             self.writeline(f"{memo} = environment.fragment_memo()")
         self.writeline("from turnkit.render._loops import plain_loop as tk_plain_loop")
+        self.writeline("from turnkit.render._budget import guard_iterable as tk_guard_iterable")
         self.writeline("from turnkit.render._sandbox import _ABSENT as tk_unset")
         self.writeline("from turnkit.render._inputs import frozen_slot as tk_frozen_slot")
         self.writeline("from json.encoder import encode_basestring as tk_encode_str")
@@ -272,7 +274,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             self._loops.append((ref, self._next_loop_plain))
             if self._next_loop_plain:
                 x = f", {ref} in tk_plain_loop("
-            self._next_loop_plain = False
+            self._plain_iterable, self._next_loop_plain = self._next_loop_plain, False
         super().write(x)
 
     def visit_ScopedEvalContextModifier(self, node: nodes.ScopedEvalContextModifier, frame: Frame) -> None:
@@ -399,6 +401,28 @@ class _GuardedCodeGenerator(CodeGenerator):
         # ``message.get('x', [])`` on a dict, ``content.strip()`` on a str: the method itself. Only with
         # arguments that contain no call, so that writing them twice (once per branch) stays small.
         method = node.node
+        if (
+            isinstance(method, nodes.Name)
+            and method.name == "namespace"
+            and not forward_caller
+            and node.dyn_args is None
+            and node.dyn_kwargs is None
+            and not any(arg.find(nodes.Call) or isinstance(arg, nodes.Call) for arg in (*node.args, *node.kwargs))
+        ):
+            # ``namespace(...)``: what TemplateSandbox.call does when the name is still the sandbox's global
+            tmp = self.temporary_identifier()
+            self.write("(tk_namespace(")
+            for i, arg in enumerate((*node.args, *node.kwargs)):
+                self.write(", " if i else "")
+                self.visit(arg, frame)
+            self.write(f") if ({tmp} := ")
+            self.visit(method, frame)
+            self.write(") is tk_namespace else ")
+            fallback = nodes.Call(_internal_name(tmp, method.lineno), node.args, node.kwargs, None, None)
+            fallback.set_lineno(node.lineno)
+            super().visit_Call(fallback, frame)
+            self.write(")")
+            return
         owner = None
         if (
             isinstance(method, nodes.Getattr)
@@ -438,6 +462,13 @@ class _GuardedCodeGenerator(CodeGenerator):
 
     @optimizeconst
     def visit_Filter(self, node: nodes.Filter, frame: Frame) -> None:
+        if node.name == _LOOP_FILTER and node.node is not None:
+            # the loop guard (a plain Python call; a plain loop's tk_plain_loop counts the loop itself)
+            plain, self._plain_iterable = self._plain_iterable, False
+            self.write("(" if plain else "tk_guard_iterable(")
+            self.visit(node.node, frame)
+            self.write(")")
+            return
         if (
             node.name == "trim"
             and node.node is not None
@@ -690,7 +721,8 @@ class _TemplateNamespace(Namespace):
         self, args = args[0], args[1:]
         attrs = dict(*args, **kwargs)
         for name in attrs:
-            _TemplateNamespace._check_name(name)
+            if type(name) is not str or name[:1] == "_":
+                _TemplateNamespace._check_name(name)
         object.__setattr__(self, "_Namespace__attrs", attrs)  # what Namespace.__init__ sets (a copy of attrs)
 
     def __setitem__(self, name: str, value: Any) -> None:
@@ -1158,20 +1190,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
 
 @jinja2.pass_context  # never constant-folded at compile time: a literal list must be counted at run time too
 def _guard_loop(context: Context, iterable: Iterable[Any]) -> Iterable[Any]:
-    budget = current_budget()
-    if budget is None:
-        return iterable
-    kind = type(iterable)
-    if (kind is list or kind is tuple or kind is dict or kind is str or kind is range) and len(iterable) <= _UPFRONT:  # type: ignore[arg-type]
-        # A short sized loop counts all its iterations when it starts (one left by ``{% break %}`` counts them
-        # all): no counting generator between the template and its list.
-        budget.reserve_iterations(len(iterable))  # type: ignore[arg-type]
-        return iterable
-    return budget.guard_loop(iterable)
-
-
-# Loops up to this length are counted when they start; the wall clock is checked at least this often as well.
-_UPFRONT = 1024
+    return guard_iterable(iterable)
 
 
 def _guarded_filters(sandbox: TemplateSandbox) -> dict[str, Callable[..., Any]]:
