@@ -54,6 +54,7 @@ from turnkit.render._inputs import frozen_json
 from turnkit.render._loops import LOOP_EXPRESSIONS, plain_loop_body, repeated_items
 from turnkit.render._memo import FifoMemo
 from turnkit.render._spans import MARKS, TRACKER
+from turnkit.render._straight import CHECK_EVERY, OUT, straight_template
 
 __all__ = ["TemplateSandbox", "nested_generation", "sandbox_for"]
 
@@ -232,8 +233,12 @@ class _GuardedCodeGenerator(CodeGenerator):
         # reads of a loop variable's item answered from the last dict read (see _loops): node id -> the locals
         # holding that dict and its item
         self._kept_items: dict[int, tuple[str, str]] = {}
+        fragments = getattr(self.environment, "fragments", False)
+        # the root as straight Python, appending to a list (see _straight), or jinja2's generator
+        self._straight = not fragments and straight_template(node, _is_generation)
+        self._meter_loop = False  # the next loop body starts with the output check (a loop of the root frame)
         memos = []
-        if getattr(self.environment, "fragments", False):
+        if fragments:
             also_read = macro_names(node)
             for number, loop in enumerate(fragment_loops(node)):
                 memos.append(f"tk_fragments_{number}")
@@ -242,6 +247,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         for memo in memos:
             self.writeline(f"{memo} = environment.fragment_memo()")
         self.writeline("from turnkit.render._loops import plain_loop as tk_plain_loop")
+        self.writeline("from turnkit.render._straight import output_grew as tk_output_grew")
         self.writeline("from turnkit.render._budget import guard_iterable as tk_guard_iterable")
         self.writeline("from turnkit.render._sandbox import _ABSENT as tk_unset")
         self.writeline("from turnkit.render._inputs import frozen_slot as tk_frozen_slot")
@@ -263,10 +269,43 @@ class _GuardedCodeGenerator(CodeGenerator):
         # jinja2 writes a LoopContext header when the body reads ``loop`` (see CodeGenerator.visit_For)
         uses_loop = "loop" in find_undeclared(node.iter_child_nodes(only=("body",)), ("loop",))
         self._next_loop_plain = uses_loop and plain_loop_body(node)
+        self._meter_loop = frame.buffer == OUT and not node.recursive
         super().visit_For(node, frame)
         del self._loops[depth:]
 
+    def write_commons(self) -> None:
+        if not self._straight:
+            super().write_commons()
+            return
+        # jinja2's preamble, minus the dead ``yield`` that makes the root a generator
+        self.writeline("resolve = context.resolve_or_missing")
+        self.writeline("undefined = environment.undefined")
+        self.writeline("concat = environment.concat")
+        self.writeline("cond_expr_undefined = Undefined")
+        self.writeline(f"{OUT} = []")
+        self.writeline(f"tk_next_check = {CHECK_EVERY}")
+        self.writeline("tk_total = 0")
+
+    def enter_frame(self, frame: Frame) -> None:
+        if self._straight and frame.rootlevel:
+            frame.buffer = OUT
+        super().enter_frame(frame)
+
+    def leave_frame(self, frame: Frame, with_python_scope: bool = False) -> None:
+        super().leave_frame(frame, with_python_scope)
+        if self._straight and frame.rootlevel:
+            self.writeline(f"return {OUT}")
+
     def write(self, x: str) -> None:
+        if x == "_loop_vars = {}" and self._meter_loop:
+            # the first line of a loop body of the root frame: measure the output every CHECK_EVERY chunks
+            self._meter_loop = False
+            super().write(x)
+            self.writeline(
+                f"if len({OUT}) >= tk_next_check: "
+                f"tk_next_check, tk_total = tk_output_grew(environment, {OUT}, tk_next_check, tk_total)"
+            )
+            return
         # jinja2's loop header ``for <target>, l_1_loop in LoopContext(<iterable>, undefined):``, met before the
         # body: remember which ``loop`` it binds, and bind a plain loop's to tk_plain_loop's tuples instead
         if x.startswith(", ") and x.endswith(" in LoopContext("):
