@@ -107,6 +107,13 @@ EXPRESSIONS = [
     "{% set ns = namespace(_a=1) %}{{ ns._a }}",
     "{% set ns = namespace({'_a': 1}) %}",
     "{% set ns = namespace({1: 2}) %}{{ ns[1] is defined }}",
+    # ``-``, ``/`` and ``//`` compile to the Python operator (nothing to size), on both sides of every failure
+    "{{ messages[0].n - 1 }}|{{ 7 / 2 }}|{{ messages[0].n // 2 }}|{{ 1.5 - messages[0].n }}|{{ -messages[0].n }}"
+    "|{{ (messages | length) - 1 - 1 }}|{{ 2 ** 3 - 2 * 3 / 4 // 1 }}",
+    "{{ messages[0].role - 1 }}",
+    "{{ messages[0].n / 0 }}",
+    "{{ messages[0].n // 0 }}",
+    "{{ messages[0].missing - 1 }}",
 ]
 
 
@@ -287,6 +294,16 @@ def test_json_inline_keeps_the_size_limit() -> None:
         "{% macro f(n) %}{{ n }}{% if n > 0 %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(5) }}",
         "{% macro f() %}{{ varargs }}{{ kwargs }}{% endmacro %}{{ f(1, 2, a=3) }}",
         "{% macro f(a) %}{{ a }}{% endmacro %}{{ f(1, 2) }}",
+        # positional calls (the macro's function called directly): all, some (defaults), none; keywords; in a loop
+        "{% macro f(a, b=2, c='x') %}{{ a }}{{ b }}{{ c }};{% endmacro %}{{ f(1) }}{{ f(1, 3) }}{{ f(1, 3, 4) }}"
+        "{{ f(1, c=5) }}{{ f() }}{% for m in messages %}{{ f(m.role, loop.index) }}{% endfor %}",
+        "{% macro f(caller) %}{{ caller }}{% endmacro %}{{ f(1) }}{{ f() }}",
+        "{% macro f(a) %}{{ a }}{{ varargs }}{% endmacro %}{{ f(1, 2, 3) }}{{ f() }}",
+        "{% macro f(a) %}{{ a }}{{ kwargs }}{% endmacro %}{{ f(1) }}{{ f(1, b=2) }}",
+        "{% macro f(a) %}{{ a }}{{ caller() if caller is defined }}{% endmacro %}{{ f(1) }}"
+        "{% call f(2) %}c{% endcall %}",
+        "{% macro f(a) %}{{ a.x }}{% endmacro %}{{ f({'x': 1}) }}{{ f(none) }}",
+        "{% macro f(a) %}{{ a }}{% endmacro %}{{ f(b=1) }}",
     ],
 )
 def test_macro_calls_match_transformers(source: str) -> None:

@@ -122,3 +122,27 @@ def test_jinja2s_own_render_joins_the_list() -> None:
     template = sandbox_for(DEFAULT_LIMITS).from_string("{% for x in xs %}{{ x }},{% endfor %}")
     assert template.render(xs=[1, 2]) == "1,2,"
     assert "".join(template.generate(xs=[3])) == "3,"
+
+
+def test_a_captured_block_is_held_to_the_output_limit() -> None:
+    source = "{% set x %}{% for i in range(1000) %}{{ messages[0].content }}{% endfor %}{% endset %}{{ x | length }}"
+    chat = [{"role": "user", "content": "x" * 10}]
+    assert ChatTemplate(source).render(chat) == "10000"
+    with pytest.raises(TemplateLimitError, match="a captured block grew past 100 characters") as failure:
+        ChatTemplate(source, limits=Limits(max_output_chars=100)).render(chat)
+    assert failure.value.code == "template_output"
+
+
+@pytest.mark.parametrize(("length", "charged"), [(1023, False), (1024, True)])
+def test_a_captured_string_is_charged_from_4_kb(length: int, charged: bool) -> None:
+    # non-ASCII: counted as 4 bytes a character, so 1,024 characters are the first 4 KB charged; 300 of them
+    # (1.2 MB) are over a 1 MB budget, 300 of 1,023 characters are charged nothing
+    source = "{% for i in range(300) %}{% set x %}{{ messages[0].content }}{% endset %}{% endfor %}ok"
+    template = ChatTemplate(source, limits=Limits(max_render_bytes=1 << 20))
+    chat = [{"role": "user", "content": "é" * length}]
+    if charged:
+        with pytest.raises(TemplateLimitError, match="max_render_bytes") as failure:
+            template.render(chat)
+        assert failure.value.code == "template_memory"
+    else:
+        assert template.render(chat) == "ok"

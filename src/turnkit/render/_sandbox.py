@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from functools import update_wrapper
 from io import StringIO
-from itertools import chain
+from itertools import chain, repeat
 from pprint import pformat
 from types import BuiltinMethodType, MethodType
 from typing import Any
@@ -30,9 +30,10 @@ import jinja2.nodes as nodes
 from jinja2 import filters as jinja_filters
 from jinja2 import tests as jinja_tests
 from jinja2.compiler import CodeGenerator, Frame, find_undeclared, optimizeconst
+from jinja2.nodes import EvalContext
 from jinja2.runtime import Context, LoopContext, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
-from jinja2.utils import Namespace, generate_lorem_ipsum
+from jinja2.utils import Namespace, generate_lorem_ipsum, missing
 from jinja2.visitor import NodeTransformer
 from markupsafe import Markup
 
@@ -115,12 +116,11 @@ _MUTATORS: dict[type, frozenset[str]] = {
 _FREE_BYTES = 4096
 _CONCAT_FILTER = "_turnkit_concat"
 _ADD_FILTER = "_turnkit_add"
+# The operators that can make a value much bigger than their operands, run through call_binop (``-``, ``/`` and
+# ``//`` cannot: they compile to the Python operator, as in transformers' sandbox, which intercepts none).
 _BINOPS: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
-    "-": operator.sub,
     "*": operator.mul,
-    "/": operator.truediv,
-    "//": operator.floordiv,
     "**": operator.pow,
     "%": operator.mod,
 }
@@ -712,35 +712,39 @@ class _CaptureBuffer(list[Any]):
     but not charged as memory the template keeps.
     """
 
-    __slots__ = ("_sandbox", "_chars", "_charge")
+    __slots__ = ("_sandbox", "_chars", "_charge", "_limit")
 
     def __init__(self, sandbox: TemplateSandbox, *, charge: bool = True) -> None:
-        super().__init__()
+        # (no list.__init__: it would only empty the new list)
         self._sandbox = sandbox
         self._chars = 0
         self._charge = charge
-
-    def _count(self, text: Any) -> None:
-        if type(text) is str:
-            self._chars += len(text)
-            if self._chars > self._sandbox.limits.max_output_chars and self._chars > self._sandbox.output_cap():
-                raise TemplateLimitError(
-                    f"a captured block grew past {self._sandbox.limits.max_output_chars} characters "
-                    "(Limits.max_output_chars)",
-                    code="template_output",
-                )
-            if self._charge:
-                self._sandbox.charge(_nbytes(text))
+        self._limit = sandbox.limits.max_output_chars
 
     def append(self, item: Any) -> None:
-        self._count(item)
-        super().append(item)
+        if type(item) is str:
+            self._chars += len(item)
+            # a string under 1,024 characters takes under 4 KB: never charged
+            if self._chars > self._limit or (self._charge and len(item) >= _FREE_BYTES // 4):
+                self._grown(item)
+        _list_append(self, item)
 
     def extend(self, items: Iterable[Any]) -> None:
-        items = tuple(items)
-        for item in items:
-            self._count(item)
-        super().extend(items)
+        for item in tuple(items):
+            self.append(item)
+
+    def _grown(self, text: str) -> None:
+        """Refuse a buffer past the output limit (plus twice the input); charge a long string's memory."""
+        if self._chars > self._limit and self._chars > self._sandbox.output_cap():
+            raise TemplateLimitError(
+                f"a captured block grew past {self._limit} characters (Limits.max_output_chars)",
+                code="template_output",
+            )
+        if self._charge:
+            self._sandbox.charge(_nbytes(text))
+
+
+_list_append = list.append
 
 
 class _TemplateDict:
@@ -999,7 +1003,23 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
                 kwargs.pop("_loop_vars", None)
                 kwargs.pop("_block_vars", None)
                 try:
-                    return obj(*args, **kwargs)
+                    count = obj._argument_count
+                    if (
+                        kwargs
+                        or len(args) > count
+                        or obj.caller
+                        or obj.catch_kwargs
+                        or obj.catch_varargs
+                        or obj._default_autoescape
+                        or (args and isinstance(args[0], EvalContext))
+                    ):
+                        return obj(*args, **kwargs)
+                    # what Macro.__call__ does with positional arguments only (no caller, varargs or kwargs to fill,
+                    # no autoescaping, no eval context in front): the arguments not given are ``missing`` (the
+                    # function puts their defaults), and the function's text is returned as it is
+                    return (
+                        obj._func(*args, *repeat(missing, count - len(args))) if len(args) < count else obj._func(*args)
+                    )
                 except StopIteration:
                     return self.undefined("value was undefined because a callable raised a StopIteration exception")
             if not self.is_safe_callable(obj):
