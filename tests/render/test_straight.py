@@ -60,6 +60,10 @@ def test_which_templates_are_straight(source: str, straight: bool) -> None:
         # a loop filter, loop.cycle and a bare ``loop`` (a LoopContext), output in many pieces
         "{% for m in messages if m.role != 'system' %}{{ loop.cycle('a', 'b') }}{{ loop | length }}{{ m.role }}"
         "{{ '|' }}{{ m.content }}{% endfor %}{{ messages | length }}",
+        # the root's variables read from the render's dict: given, global, absent (undefined), assigned first
+        "{{ absent }}{{ absent is defined }}{% if absent %}x{% endif %}{{ range(2) | list }}"
+        "{% set add_generation_prompt = 5 %}{{ add_generation_prompt }}{% set absent = 1 %}{{ absent }}",
+        "{{ absent.deeper }}",
         # a template that prints nothing, and one that only prints constants
         "{% set x = 1 %}",
         "a{{ 'b' }}c",

@@ -30,6 +30,7 @@ import jinja2.nodes as nodes
 from jinja2 import filters as jinja_filters
 from jinja2 import tests as jinja_tests
 from jinja2.compiler import CodeGenerator, Frame, find_undeclared, optimizeconst
+from jinja2.idtracking import VAR_LOAD_ALIAS, VAR_LOAD_RESOLVE, VAR_LOAD_UNDEFINED
 from jinja2.nodes import EvalContext
 from jinja2.runtime import Context, LoopContext, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
@@ -282,14 +283,29 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("undefined = environment.undefined")
         self.writeline("concat = environment.concat")
         self.writeline("cond_expr_undefined = Undefined")
+        self.writeline("tk_parent_get = context.parent.get")
         self.writeline(f"{OUT} = []")
         self.writeline(f"tk_next_check = {CHECK_EVERY}")
         self.writeline("tk_total = 0")
 
     def enter_frame(self, frame: Frame) -> None:
-        if self._straight and frame.rootlevel:
-            frame.buffer = OUT
-        super().enter_frame(frame)
+        if not (self._straight and frame.rootlevel):
+            super().enter_frame(frame)
+            return
+        frame.buffer = OUT
+        # jinja2's loads, reading each variable of the render straight from its dict: before the root's first
+        # statement no name is assigned yet (``context.vars`` is empty), so ``resolve_or_missing`` would look in
+        # ``context.parent`` alone
+        undefs = []
+        for target, (action, param) in frame.symbols.loads.items():
+            if action == VAR_LOAD_RESOLVE:
+                self.writeline(f"{target} = tk_parent_get({param!r}, missing)")
+            elif action == VAR_LOAD_UNDEFINED:
+                undefs.append(target)
+            elif action == VAR_LOAD_ALIAS:
+                self.writeline(f"{target} = {param}")
+        if undefs:
+            self.writeline(f"{' = '.join(undefs)} = missing")
 
     def leave_frame(self, frame: Frame, with_python_scope: bool = False) -> None:
         super().leave_frame(frame, with_python_scope)
