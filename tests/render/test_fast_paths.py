@@ -247,6 +247,13 @@ def test_function_tool_text_follows_the_function() -> None:
         "t | tojson(indent='  ', sort_keys=true)",
         "t | tojson(separators=[',', ':'])",
         "t | tojson(ensure_ascii=true)",
+        # constant arguments are looked up in the schema's JSON cache inline; these take the filter's own checks
+        "t | tojson(false, 2)",
+        "t | tojson(ensure_ascii=1, sort_keys=1)",
+        "t | tojson(separators=(',', ':'))",
+        "t | tojson(4, indent=4)",
+        "t | tojson(nope=1)",
+        "t | tojson(false, 2, none, false, 1)",
     ],
 )
 def test_tool_json_with_any_arguments_matches_transformers(printed: str) -> None:
@@ -255,9 +262,26 @@ def test_tool_json_with_any_arguments_matches_transformers(printed: str) -> None
     template = ChatTemplate(source)
     template._memos["default"] = None
     expected = reference_render(copy.deepcopy(CHAT), source, tools=tools)
-    assert expected[0] == "ok"
+    if expected[0] == "error":  # arguments the filter refuses: refused every time
+        for _ in range(2):
+            with pytest.raises(TemplateError):
+                template.render(CHAT, tools=tools)
+        return
     assert template.render(CHAT, tools=tools) == expected[1]
     assert template.render(CHAT, tools=tools) == expected[1]  # the second time from the tool set's JSON cache
+
+
+def test_tool_json_of_another_argument_type_is_not_taken_from_the_cache() -> None:
+    # indent=4.0 equals indent=4 as a cache key, but json.dumps refuses a float indent (as transformers does)
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"a": 1}}}]
+    source = "{% for t in tools %}{{ t | tojson(indent=4) }}{% endfor %}{{ tools[0] | tojson(indent=x) if x }}"
+    for x in (None, 4.0):
+        expected = reference_render(copy.deepcopy(CHAT), source, tools=tools, x=x)
+        ours = _ours(source, CHAT, tools=tools, x=x)
+        assert ours[0] == expected[0], (ours, expected)
+        if ours[0] == "ok":
+            assert ours[1] == expected[1]
+    assert expected[0] == "error"  # the float indent fails, after the int indent filled the cache
 
 
 @pytest.mark.parametrize("size", [10, 5000])

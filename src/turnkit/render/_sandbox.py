@@ -544,11 +544,12 @@ class _GuardedCodeGenerator(CodeGenerator):
         if (
             node.name == "tojson"
             and node.node is not None
-            and not (node.args or node.kwargs or node.dyn_args or node.dyn_kwargs)
             and self.environment.filters.get("tojson") == getattr(self.environment, "_tojson", None)
         ):
-            self._tojson(node, frame)
-            return
+            arguments = _json_arguments(node, frame)
+            if arguments is not None:
+                self._tojson(node, frame, arguments)
+                return
         if node.name not in (_ADD_FILTER, _CONCAT_FILTER) or not isinstance(node.node, nodes.List):
             super().visit_Filter(node, frame)
             return
@@ -582,27 +583,34 @@ class _GuardedCodeGenerator(CodeGenerator):
         )
         self.write(")")
 
-    def _tojson(self, node: nodes.Filter, frame: Frame) -> None:
-        """``x | tojson``: what :meth:`TemplateSandbox._tojson` returns without a check that could fail or charge:
-        a string short enough that neither its size check nor its text's can fail, and a private tool schema
-        whose text is already built (and short)."""
+    def _tojson(self, node: nodes.Filter, frame: Frame, arguments: tuple[Any, ...]) -> None:
+        """``x | tojson(...)`` with constant ``arguments`` (``ensure_ascii, indent, separators, sort_keys``): what
+        :meth:`TemplateSandbox._tojson` returns without a check that could fail or charge: with the default
+        arguments, a string short enough that neither its size check nor its text's can fail; with any, a private
+        tool schema whose text for those arguments is already built (and short)."""
         assert node.node is not None
         tmp, slot, text = (self.temporary_identifier() for _ in range(3))
         printed = self._printed(node)
         limit = self.environment.limits.max_sequence_length  # type: ignore[attr-defined]
         short = min(limit, (_FREE_BYTES - 3) // 6)  # at most 6 characters per character, plus the quotes
-        self.write(f"(tk_encode_str({tmp}) if (type({tmp} := ")
-        self.visit(node.node, frame)
+        if arguments == _JSON_DEFAULTS:
+            self.write(f"(tk_encode_str({tmp}) if (type({tmp} := ")
+            self.visit(node.node, frame)
+            self.write(f") is str and len({tmp}) <= {short}) else ")
+        else:
+            self.write(f"({text}[0] if type({tmp} := ")
+            self.visit(node.node, frame)
+            self.write(") is dict and ")
+        if arguments == _JSON_DEFAULTS:
+            self.write(f"{text}[0] if type({tmp}) is dict and ")
         self.write(
-            f") is str and len({tmp}) <= {short}) else {text}[0] if type({tmp}) is dict and "
             f"({slot} := tk_frozen_slot(id({tmp}))) is not None and {slot}[0] is {tmp} and "
-            f"({text} := {slot}[1].get({_JSON_DEFAULTS!r})) is not None and {text}[1] <= {limit} and "
+            f"({text} := {slot}[1].get({arguments!r})) is not None and {text}[1] <= {limit} and "
             f"len({text}[0]) < {_FREE_BYTES} else "
         )
+        held = _internal_name(tmp, node.lineno)
         self._fallback(
-            nodes.Filter(_internal_name(tmp, node.lineno), "tojson", [], [], None, None, lineno=node.lineno),
-            frame,
-            printed,
+            nodes.Filter(held, "tojson", node.args, node.kwargs, None, None, lineno=node.lineno), frame, printed
         )
         self.write(")")
 
@@ -707,6 +715,36 @@ class _GuardedCodeGenerator(CodeGenerator):
     def _print_close(self) -> None:
         tmp = self._print_tmps.pop()
         self.write(f") is str else str(environment.finalize({tmp})))")
+
+
+_JSON_PARAMETERS = ("ensure_ascii", "indent", "separators", "sort_keys")
+
+
+def _json_arguments(node: nodes.Filter, frame: Frame) -> tuple[Any, ...] | None:
+    """The ``(ensure_ascii, indent, separators, sort_keys)`` a ``tojson`` filter passes, when they are constants of
+    the types that key the per-schema JSON cache as they are (bool, int, str, None), else None."""
+    if node.dyn_args is not None or node.dyn_kwargs is not None or len(node.args) > len(_JSON_PARAMETERS):
+        return None
+    values = list(_JSON_DEFAULTS)
+    given = set()
+    try:
+        for i, arg in enumerate(node.args):
+            values[i] = arg.as_const(frame.eval_ctx)
+            given.add(i)
+        for keyword in node.kwargs:
+            i = _JSON_PARAMETERS.index(keyword.key)
+            if i in given:
+                return None  # given twice: the filter call raises
+            values[i] = keyword.value.as_const(frame.eval_ctx)
+            given.add(i)
+    except Exception:  # noqa: BLE001 - not a constant (nodes.Impossible), an unknown keyword (ValueError)
+        return None
+    if not all(type(value) in _JSON_KEY_TYPES for value in values):
+        return None
+    return tuple(values)
+
+
+_JSON_KEY_TYPES = frozenset({bool, int, str, type(None)})
 
 
 def _str_const(node: nodes.Node) -> str | None:
@@ -1218,8 +1256,8 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
             result = _encode_str(x)
         else:
             # A tool schema's private copy never changes: its text (and size estimate) per set of arguments is
-            # built once per process.
-            frozen = frozen_json(x) if type(x) is dict else None
+            # built once per process. Not for a float indent: 4.0 equals 4 as a key, but json.dumps refuses it.
+            frozen = frozen_json(x) if type(x) is dict and (indent is None or type(indent) is not float) else None
             args = (ensure_ascii, indent, separators, sort_keys)
             try:
                 known = frozen[1].get(args) if frozen is not None else None
