@@ -142,6 +142,30 @@ def test_plain_loops_are_counted_against_the_loop_limit() -> None:
         template.render(CHAT)
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{% for x in [1, 2, 3] %}{{ loop.index }}{% endfor %}",  # plain: a literal list, counted at run time
+        "{% for x in [1, 2, 3] %}{{ x }}{% endfor %}",  # not plain: the loop guard
+        "{% for x in range(3) %}{{ loop.index }}{% endfor %}",  # plain loop over no list: a LoopContext
+        "{% for x in range(3) | list %}{{ loop.first }}{% endfor %}{% for x in 'ab' %}{{ x }}{% endfor %}",
+    ],
+)
+def test_every_kind_of_loop_is_counted(source: str) -> None:
+    assert ChatTemplate(source, limits=Limits(max_loop_iterations=5)).render(CHAT[:1])
+    with pytest.raises(TemplateLimitError, match="max_loop_iterations"):
+        ChatTemplate(source, limits=Limits(max_loop_iterations=2)).render(CHAT[:1])
+
+
+def test_a_long_plain_loop_is_counted_as_it_runs() -> None:
+    # over 1,024 items: a LoopContext over the counting generator, stopped at the limit, not before it starts
+    source = "{% for x in range(3000) | list %}{{ loop.index if loop.index > 1990 }}{% endfor %}"
+    limits = Limits(max_loop_iterations=2000)
+    with pytest.raises(TemplateLimitError, match="max_loop_iterations") as failure:
+        ChatTemplate(source, limits=limits).render(CHAT[:1])
+    assert failure.traceback[-1].name == "guard_loop"
+
+
 _JINJA = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
 _PROPERTIES = ALL + "{% if loop.index0 % 3 == 2 %}{% continue %}{% endif %}."
 

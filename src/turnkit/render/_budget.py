@@ -17,7 +17,15 @@ from jinja2.utils import Namespace
 from turnkit.errors import TemplateLimitError
 from turnkit.limits import Limits
 
-__all__ = ["RenderBudget", "current_budget", "estimate_str_size", "reset_budget", "set_budget"]
+__all__ = [
+    "UPFRONT",
+    "RenderBudget",
+    "current_budget",
+    "estimate_str_size",
+    "guard_iterable",
+    "reset_budget",
+    "set_budget",
+]
 
 _TIME_CHECK_EVERY = 1024
 
@@ -130,6 +138,24 @@ class RenderBudget:
             if not self.loops & 1023:
                 self.check_time()
             yield item
+
+
+# Loops up to this length are counted when they start; the wall clock is checked at least this often as well.
+UPFRONT = 1024
+
+
+def guard_iterable(iterable: Iterable[Any]) -> Iterable[Any]:
+    """What a template's ``for`` loop iterates: ``iterable`` counted against the render's loop budget."""
+    budget = current_budget()
+    if budget is None:
+        return iterable
+    kind = type(iterable)
+    if (kind is list or kind is tuple or kind is dict or kind is str or kind is range) and len(iterable) <= UPFRONT:  # type: ignore[arg-type]
+        # A short sized loop counts all its iterations when it starts (one left by ``{% break %}`` counts them
+        # all): no counting generator between the template and its list.
+        budget.reserve_iterations(len(iterable))  # type: ignore[arg-type]
+        return iterable
+    return budget.guard_loop(iterable)
 
 
 _CURRENT: ContextVar[RenderBudget | None] = ContextVar("turnkit_render_budget", default=None)

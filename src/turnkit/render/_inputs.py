@@ -55,8 +55,8 @@ def _trust(container: Any, trusted: set[int]) -> None:
         )
 
 
-# Names a message's reasoning is passed under; the first is the one most templates read.
-_REASONING_1, _REASONING_2, _REASONING_3 = REASONING_FIELDS  # (fails at import if their number changes)
+# Names a message's reasoning is passed under (REASONING_FIELDS lists them, the one most templates read first).
+_REASONING_NAMES = frozenset(REASONING_FIELDS)
 
 
 def too_deep() -> TemplateError:
@@ -184,7 +184,7 @@ def plain_data(value: Any, trusted: set[int] | None = None) -> Any:
 def alias_reasoning_fields(chat: list[Any]) -> list[Any]:
     """Copy a message's reasoning to ``reasoning_content`` and ``thinking`` (gpt-oss templates read the latter)."""
     for message in chat:  # (a Python loop: cheaper than set operations over map() for a few messages)
-        if type(message) is not dict or _REASONING_1 in message or _REASONING_2 in message or _REASONING_3 in message:
+        if type(message) is not dict or not _REASONING_NAMES.isdisjoint(message):
             break
     else:
         return chat  # nothing to alias (the usual case): keep the list as it is

@@ -34,6 +34,8 @@ from typing import Any
 import jinja2.nodes as nodes
 from jinja2.runtime import LoopContext
 
+from turnkit.render._budget import UPFRONT, current_budget, guard_iterable
+
 __all__ = ["LOOP_EXPRESSIONS", "loop_properties", "plain_loop", "plain_loop_body", "repeated_items"]
 
 # ``loop.<name>`` on a ``(index0, length, sequence)`` tuple held in ``{0}``: what the LoopContext property returns
@@ -55,12 +57,17 @@ LOOP_EXPRESSIONS: dict[str, str] = {
 
 
 def plain_loop(iterable: Iterable[Any], undefined: Any) -> Iterator[tuple[Any, Any]]:
-    """``(item, (index0, length, sequence))`` per item of a list or tuple; a ``LoopContext`` for anything else."""
+    """``(item, (index0, length, sequence))`` per item of a list or tuple counted up front; a ``LoopContext`` for
+    anything else. Either way the loop is counted against the render's budget (see guard_iterable)."""
     kind = type(iterable)
     if kind is list or kind is tuple:
         length = len(iterable)  # type: ignore[arg-type]
-        return zip(iterable, zip(range(length), repeat(length), repeat(iterable)), strict=False)
-    return LoopContext(iterable, undefined)
+        if length <= UPFRONT:
+            budget = current_budget()
+            if budget is not None:
+                budget.reserve_iterations(length)
+            return zip(iterable, zip(range(length), repeat(length), repeat(iterable)), strict=False)
+    return LoopContext(guard_iterable(iterable), undefined)
 
 
 def plain_loop_body(node: nodes.For) -> bool:

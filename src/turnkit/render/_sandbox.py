@@ -17,7 +17,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from functools import update_wrapper
-from itertools import chain
+from io import StringIO
+from itertools import chain, repeat
 from pprint import pformat
 from types import BuiltinMethodType, MethodType
 from typing import Any
@@ -29,15 +30,17 @@ import jinja2.nodes as nodes
 from jinja2 import filters as jinja_filters
 from jinja2 import tests as jinja_tests
 from jinja2.compiler import CodeGenerator, Frame, find_undeclared, optimizeconst
+from jinja2.idtracking import VAR_LOAD_ALIAS, VAR_LOAD_RESOLVE, VAR_LOAD_UNDEFINED
+from jinja2.nodes import EvalContext
 from jinja2.runtime import Context, LoopContext, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
-from jinja2.utils import Namespace, generate_lorem_ipsum
+from jinja2.utils import Namespace, generate_lorem_ipsum, missing
 from jinja2.visitor import NodeTransformer
 from markupsafe import Markup
 
 from turnkit.errors import TemplateLimitError
 from turnkit.limits import DEFAULT_LIMITS, Limits
-from turnkit.render._budget import RenderBudget, current_budget, estimate_str_size
+from turnkit.render._budget import RenderBudget, current_budget, estimate_str_size, guard_iterable
 from turnkit.render._fragments import (
     Fragment,
     FragmentEntry,
@@ -53,6 +56,7 @@ from turnkit.render._inputs import frozen_json
 from turnkit.render._loops import LOOP_EXPRESSIONS, plain_loop_body, repeated_items
 from turnkit.render._memo import FifoMemo
 from turnkit.render._spans import MARKS, TRACKER
+from turnkit.render._straight import CHECK_EVERY, OUT, straight_template
 
 __all__ = ["TemplateSandbox", "nested_generation", "sandbox_for"]
 
@@ -113,12 +117,11 @@ _MUTATORS: dict[type, frozenset[str]] = {
 _FREE_BYTES = 4096
 _CONCAT_FILTER = "_turnkit_concat"
 _ADD_FILTER = "_turnkit_add"
+# The operators that can make a value much bigger than their operands, run through call_binop (``-``, ``/`` and
+# ``//`` cannot: they compile to the Python operator, as in transformers' sandbox, which intercepts none).
 _BINOPS: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
-    "-": operator.sub,
     "*": operator.mul,
-    "/": operator.truediv,
-    "//": operator.floordiv,
     "**": operator.pow,
     "%": operator.mod,
 }
@@ -219,16 +222,24 @@ class _GuardedCodeGenerator(CodeGenerator):
 
     def visit_Template(self, node: nodes.Template, frame: Frame | None = None) -> None:
         _GuardRewriter().visit(node)
-        self._finalized: list[str] = []
+        # per print being compiled: (the stream to go back to, the one its expression is written aside to), or None
+        self._finalized: list[tuple[Any, StringIO] | None] = []
+        self._print_node: nodes.Expr | None = None  # the printed expression, until a fast path takes its test
+        self._print_tmps: list[str] = []
         # the ``loop`` variables of the loops being compiled, innermost last: (its Python name, whether it holds
         # a ``(index0, length, sequence)`` tuple for a list or tuple, see _loops); the next loop header's kind
         self._loops: list[tuple[str, bool]] = []
         self._next_loop_plain = False
+        self._plain_iterable = False  # the next loop guard is a plain loop's, counted by tk_plain_loop
         # reads of a loop variable's item answered from the last dict read (see _loops): node id -> the locals
         # holding that dict and its item
         self._kept_items: dict[int, tuple[str, str]] = {}
+        fragments = getattr(self.environment, "fragments", False)
+        # the root as straight Python, appending to a list (see _straight), or jinja2's generator
+        self._straight = not fragments and straight_template(node, _is_generation)
+        self._meter_loop = False  # the next loop body starts with the output check (a loop of the root frame)
         memos = []
-        if getattr(self.environment, "fragments", False):
+        if fragments:
             also_read = macro_names(node)
             for number, loop in enumerate(fragment_loops(node)):
                 memos.append(f"tk_fragments_{number}")
@@ -237,6 +248,8 @@ class _GuardedCodeGenerator(CodeGenerator):
         for memo in memos:
             self.writeline(f"{memo} = environment.fragment_memo()")
         self.writeline("from turnkit.render._loops import plain_loop as tk_plain_loop")
+        self.writeline("from turnkit.render._straight import output_grew as tk_output_grew")
+        self.writeline("from turnkit.render._budget import guard_iterable as tk_guard_iterable")
         self.writeline("from turnkit.render._sandbox import _ABSENT as tk_unset")
         self.writeline("from turnkit.render._inputs import frozen_slot as tk_frozen_slot")
         self.writeline("from json.encoder import encode_basestring as tk_encode_str")
@@ -257,10 +270,58 @@ class _GuardedCodeGenerator(CodeGenerator):
         # jinja2 writes a LoopContext header when the body reads ``loop`` (see CodeGenerator.visit_For)
         uses_loop = "loop" in find_undeclared(node.iter_child_nodes(only=("body",)), ("loop",))
         self._next_loop_plain = uses_loop and plain_loop_body(node)
+        self._meter_loop = frame.buffer == OUT and not node.recursive
         super().visit_For(node, frame)
         del self._loops[depth:]
 
+    def write_commons(self) -> None:
+        if not self._straight:
+            super().write_commons()
+            return
+        # jinja2's preamble, minus the dead ``yield`` that makes the root a generator
+        self.writeline("resolve = context.resolve_or_missing")
+        self.writeline("undefined = environment.undefined")
+        self.writeline("concat = environment.concat")
+        self.writeline("cond_expr_undefined = Undefined")
+        self.writeline("tk_parent_get = context.parent.get")
+        self.writeline(f"{OUT} = []")
+        self.writeline(f"tk_next_check = {CHECK_EVERY}")
+        self.writeline("tk_total = 0")
+
+    def enter_frame(self, frame: Frame) -> None:
+        if not (self._straight and frame.rootlevel):
+            super().enter_frame(frame)
+            return
+        frame.buffer = OUT
+        # jinja2's loads, reading each variable of the render straight from its dict: before the root's first
+        # statement no name is assigned yet (``context.vars`` is empty), so ``resolve_or_missing`` would look in
+        # ``context.parent`` alone
+        undefs = []
+        for target, (action, param) in frame.symbols.loads.items():
+            if action == VAR_LOAD_RESOLVE:
+                self.writeline(f"{target} = tk_parent_get({param!r}, missing)")
+            elif action == VAR_LOAD_UNDEFINED:
+                undefs.append(target)
+            elif action == VAR_LOAD_ALIAS:
+                self.writeline(f"{target} = {param}")
+        if undefs:
+            self.writeline(f"{' = '.join(undefs)} = missing")
+
+    def leave_frame(self, frame: Frame, with_python_scope: bool = False) -> None:
+        super().leave_frame(frame, with_python_scope)
+        if self._straight and frame.rootlevel:
+            self.writeline(f"return {OUT}")
+
     def write(self, x: str) -> None:
+        if x == "_loop_vars = {}" and self._meter_loop:
+            # the first line of a loop body of the root frame: measure the output every CHECK_EVERY chunks
+            self._meter_loop = False
+            super().write(x)
+            self.writeline(
+                f"if len({OUT}) >= tk_next_check: "
+                f"tk_next_check, tk_total = tk_output_grew(environment, {OUT}, tk_next_check, tk_total)"
+            )
+            return
         # jinja2's loop header ``for <target>, l_1_loop in LoopContext(<iterable>, undefined):``, met before the
         # body: remember which ``loop`` it binds, and bind a plain loop's to tk_plain_loop's tuples instead
         if x.startswith(", ") and x.endswith(" in LoopContext("):
@@ -268,7 +329,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             self._loops.append((ref, self._next_loop_plain))
             if self._next_loop_plain:
                 x = f", {ref} in tk_plain_loop("
-            self._next_loop_plain = False
+            self._plain_iterable, self._next_loop_plain = self._next_loop_plain, False
         super().write(x)
 
     def visit_ScopedEvalContextModifier(self, node: nodes.ScopedEvalContextModifier, frame: Frame) -> None:
@@ -395,6 +456,28 @@ class _GuardedCodeGenerator(CodeGenerator):
         # ``message.get('x', [])`` on a dict, ``content.strip()`` on a str: the method itself. Only with
         # arguments that contain no call, so that writing them twice (once per branch) stays small.
         method = node.node
+        if (
+            isinstance(method, nodes.Name)
+            and method.name == "namespace"
+            and not forward_caller
+            and node.dyn_args is None
+            and node.dyn_kwargs is None
+            and not any(arg.find(nodes.Call) or isinstance(arg, nodes.Call) for arg in (*node.args, *node.kwargs))
+        ):
+            # ``namespace(...)``: what TemplateSandbox.call does when the name is still the sandbox's global
+            tmp = self.temporary_identifier()
+            self.write("(tk_namespace(")
+            for i, arg in enumerate((*node.args, *node.kwargs)):
+                self.write(", " if i else "")
+                self.visit(arg, frame)
+            self.write(f") if ({tmp} := ")
+            self.visit(method, frame)
+            self.write(") is tk_namespace else ")
+            fallback = nodes.Call(_internal_name(tmp, method.lineno), node.args, node.kwargs, None, None)
+            fallback.set_lineno(node.lineno)
+            super().visit_Call(fallback, frame)
+            self.write(")")
+            return
         owner = None
         if (
             isinstance(method, nodes.Getattr)
@@ -434,29 +517,39 @@ class _GuardedCodeGenerator(CodeGenerator):
 
     @optimizeconst
     def visit_Filter(self, node: nodes.Filter, frame: Frame) -> None:
+        if node.name == _LOOP_FILTER and node.node is not None:
+            # the loop guard (a plain Python call; a plain loop's tk_plain_loop counts the loop itself)
+            plain, self._plain_iterable = self._plain_iterable, False
+            self.write("(" if plain else "tk_guard_iterable(")
+            self.visit(node.node, frame)
+            self.write(")")
+            return
         if (
             node.name == "trim"
             and node.node is not None
             and not (node.args or node.kwargs or node.dyn_args or node.dyn_kwargs)
         ):
             # ``text | trim`` on a short str: what the sized ``trim`` returns for it (``str.strip``, uncharged)
-            tmp = self.temporary_identifier()
+            tmp, printed = self.temporary_identifier(), self._printed(node)
             self.write(f"({tmp}.strip() if type({tmp} := ")
             self.visit(node.node, frame)
             self.write(f") is str and len({tmp}) < {_FREE_BYTES} else ")
-            super().visit_Filter(
-                nodes.Filter(_internal_name(tmp, node.lineno), "trim", [], [], None, None, lineno=node.lineno), frame
+            self._fallback(
+                nodes.Filter(_internal_name(tmp, node.lineno), "trim", [], [], None, None, lineno=node.lineno),
+                frame,
+                printed,
             )
             self.write(")")
             return
         if (
             node.name == "tojson"
             and node.node is not None
-            and not (node.args or node.kwargs or node.dyn_args or node.dyn_kwargs)
             and self.environment.filters.get("tojson") == getattr(self.environment, "_tojson", None)
         ):
-            self._tojson(node, frame)
-            return
+            arguments = _json_arguments(node, frame)
+            if arguments is not None:
+                self._tojson(node, frame, arguments)
+                return
         if node.name not in (_ADD_FILTER, _CONCAT_FILTER) or not isinstance(node.node, nodes.List):
             super().visit_Filter(node, frame)
             return
@@ -471,6 +564,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         if not tested:
             super().visit_Filter(node, frame)
             return
+        printed = self._printed(node)
         self.write(f"({' + '.join(names)} if ")
         for i, (name, item) in enumerate(tested):
             self.write(f"{' & ' if i else ''}(type({name} := ")
@@ -482,32 +576,52 @@ class _GuardedCodeGenerator(CodeGenerator):
             item if text is not None else _internal_name(name, item.lineno)
             for name, item, text in zip(names, items, constants, strict=True)
         ]
-        super().visit_Filter(
+        self._fallback(
             nodes.Filter(nodes.List(held, lineno=node.lineno), node.name, [], [], None, None, lineno=node.lineno),
             frame,
+            printed,
         )
         self.write(")")
 
-    def _tojson(self, node: nodes.Filter, frame: Frame) -> None:
-        """``x | tojson``: what :meth:`TemplateSandbox._tojson` returns without a check that could fail or charge:
-        a string short enough that neither its size check nor its text's can fail, and a private tool schema
-        whose text is already built (and short)."""
+    def _tojson(self, node: nodes.Filter, frame: Frame, arguments: tuple[Any, ...]) -> None:
+        """``x | tojson(...)`` with constant ``arguments`` (``ensure_ascii, indent, separators, sort_keys``): what
+        :meth:`TemplateSandbox._tojson` returns without a check that could fail or charge: with the default
+        arguments, a string short enough that neither its size check nor its text's can fail; with any, a private
+        tool schema whose text for those arguments is already built (and short)."""
         assert node.node is not None
         tmp, slot, text = (self.temporary_identifier() for _ in range(3))
+        printed = self._printed(node)
         limit = self.environment.limits.max_sequence_length  # type: ignore[attr-defined]
         short = min(limit, (_FREE_BYTES - 3) // 6)  # at most 6 characters per character, plus the quotes
-        self.write(f"(tk_encode_str({tmp}) if (type({tmp} := ")
-        self.visit(node.node, frame)
+        if arguments == _JSON_DEFAULTS:
+            self.write(f"(tk_encode_str({tmp}) if (type({tmp} := ")
+            self.visit(node.node, frame)
+            self.write(f") is str and len({tmp}) <= {short}) else ")
+        else:
+            self.write(f"({text}[0] if type({tmp} := ")
+            self.visit(node.node, frame)
+            self.write(") is dict and ")
+        if arguments == _JSON_DEFAULTS:
+            self.write(f"{text}[0] if type({tmp}) is dict and ")
         self.write(
-            f") is str and len({tmp}) <= {short}) else {text}[0] if type({tmp}) is dict and "
             f"({slot} := tk_frozen_slot(id({tmp}))) is not None and {slot}[0] is {tmp} and "
-            f"({text} := {slot}[1].get({_JSON_DEFAULTS!r})) is not None and {text}[1] <= {limit} and "
+            f"({text} := {slot}[1].get({arguments!r})) is not None and {text}[1] <= {limit} and "
             f"len({text}[0]) < {_FREE_BYTES} else "
         )
-        super().visit_Filter(
-            nodes.Filter(_internal_name(tmp, node.lineno), "tojson", [], [], None, None, lineno=node.lineno), frame
+        held = _internal_name(tmp, node.lineno)
+        self._fallback(
+            nodes.Filter(held, "tojson", node.args, node.kwargs, None, None, lineno=node.lineno), frame, printed
         )
         self.write(")")
+
+    def _fallback(self, node: nodes.Filter, frame: Frame, printed: bool) -> None:
+        """A fast path's fallback: the filter call jinja2 writes, with the print's str test around it when the
+        fast path is printed (see _printed)."""
+        if printed:
+            self._print_open()
+        super().visit_Filter(node, frame)
+        if printed:
+            self._print_close()
 
     @optimizeconst
     def visit_Test(self, node: nodes.Test, frame: Frame) -> None:
@@ -533,32 +647,104 @@ class _GuardedCodeGenerator(CodeGenerator):
         if frame.eval_ctx.volatile:
             super().visit_Add(node, frame)
             return
-        left, right = self.temporary_identifier(), self.temporary_identifier()
-        self.write(f"({left} + {right} if (type({left} := ")
-        self.visit(node.left, frame)
-        self.write(f") is str) & (type({right} := ")
-        self.visit(node.right, frame)
-        self.write(
-            f") is str) and len({left}) + len({right}) < {_FREE_BYTES} "
-            f"else environment.call_binop(context, '+', {left}, {right}))"
-        )
+        printed = self._printed(node)
+        # a constant string operand is written as itself, untested (as in the sized chains below)
+        constants = [_str_const(node.left), _str_const(node.right)]
+        names = [self.temporary_identifier() if text is None else repr(text) for text in constants]
+        tests: list[str] = []
+        self.write(f"({names[0]} + {names[1]} if ")
+        for name, operand, text in zip(names, (node.left, node.right), constants, strict=True):
+            if text is None:
+                self.write(f"{' & ' if tests else ''}(type({name} := ")
+                self.visit(operand, frame)
+                self.write(") is str)")
+                tests.append(f"len({name})")
+        if not tests:  # folded by the optimizer already, unless volatile (handled above)
+            self.write("True")
+        free = _FREE_BYTES - sum(len(text) for text in constants if text is not None)
+        self.write(f" and {' + '.join(tests) or '0'} < {free} else ")
+        if printed:
+            self._print_open()
+        self.write(f"environment.call_binop(context, '+', {names[0]}, {names[1]})")
+        if printed:
+            self._print_close()
+        self.write(")")
 
     def _output_child_pre(self, node: nodes.Expr, frame: Frame, finalize: Any) -> None:
-        # ``{{ text }}``: a str prints as itself (finalize and str() return it unchanged).
+        # ``{{ text }}``: a str prints as itself (finalize and str() return it unchanged). The expression is
+        # written aside: a fast path whose own branch always makes a str (see _printed) takes the print's test
+        # into its fallback branch, and any other expression gets it around the whole.
         if frame.eval_ctx.volatile or frame.eval_ctx.autoescape or finalize.src != "environment.finalize(":
-            self._finalized.append("")
+            self._finalized.append(None)
             super()._output_child_pre(node, frame, finalize)
             return
-        tmp = self.temporary_identifier()
-        self._finalized.append(tmp)
-        self.write(f"({tmp} if type({tmp} := ")
+        aside = StringIO()
+        self._finalized.append((self.stream, aside))
+        self._print_node = node
+        self.stream = aside
 
     def _output_child_post(self, node: nodes.Expr, frame: Frame, finalize: Any) -> None:
-        tmp = self._finalized.pop()
-        if not tmp:
+        printed = self._finalized.pop()
+        if printed is None:
             super()._output_child_post(node, frame, finalize)
             return
+        self.stream, aside = printed
+        code = aside.getvalue()
+        if self._print_node is None:  # the fast path took the test into its fallback
+            self.write(code)
+        else:
+            self._print_node = None
+            self._print_open()
+            self.write(code)
+            self._print_close()
+
+    def _printed(self, node: nodes.Expr) -> bool:
+        """Whether ``node`` is being printed (and the print's str test is now the caller's, for its fallback:
+        every caller's fast branch makes an exact ``str``, which prints as itself)."""
+        if self._print_node is node:
+            self._print_node = None
+            return True
+        return False
+
+    def _print_open(self) -> None:
+        """The start of what a print makes of a value: the value when it is a str, else finalized and str()."""
+        tmp = self.temporary_identifier()
+        self._print_tmps.append(tmp)
+        self.write(f"({tmp} if type({tmp} := ")
+
+    def _print_close(self) -> None:
+        tmp = self._print_tmps.pop()
         self.write(f") is str else str(environment.finalize({tmp})))")
+
+
+_JSON_PARAMETERS = ("ensure_ascii", "indent", "separators", "sort_keys")
+
+
+def _json_arguments(node: nodes.Filter, frame: Frame) -> tuple[Any, ...] | None:
+    """The ``(ensure_ascii, indent, separators, sort_keys)`` a ``tojson`` filter passes, when they are constants of
+    the types that key the per-schema JSON cache as they are (bool, int, str, None), else None."""
+    if node.dyn_args is not None or node.dyn_kwargs is not None or len(node.args) > len(_JSON_PARAMETERS):
+        return None
+    values = list(_JSON_DEFAULTS)
+    given = set()
+    try:
+        for i, arg in enumerate(node.args):
+            values[i] = arg.as_const(frame.eval_ctx)
+            given.add(i)
+        for keyword in node.kwargs:
+            i = _JSON_PARAMETERS.index(keyword.key)
+            if i in given:
+                return None  # given twice: the filter call raises
+            values[i] = keyword.value.as_const(frame.eval_ctx)
+            given.add(i)
+    except Exception:  # noqa: BLE001 - not a constant (nodes.Impossible), an unknown keyword (ValueError)
+        return None
+    if not all(type(value) in _JSON_KEY_TYPES for value in values):
+        return None
+    return tuple(values)
+
+
+_JSON_KEY_TYPES = frozenset({bool, int, str, type(None)})
 
 
 def _str_const(node: nodes.Node) -> str | None:
@@ -580,35 +766,39 @@ class _CaptureBuffer(list[Any]):
     but not charged as memory the template keeps.
     """
 
-    __slots__ = ("_sandbox", "_chars", "_charge")
+    __slots__ = ("_sandbox", "_chars", "_charge", "_limit")
 
     def __init__(self, sandbox: TemplateSandbox, *, charge: bool = True) -> None:
-        super().__init__()
+        # (no list.__init__: it would only empty the new list)
         self._sandbox = sandbox
         self._chars = 0
         self._charge = charge
-
-    def _count(self, text: Any) -> None:
-        if type(text) is str:
-            self._chars += len(text)
-            if self._chars > self._sandbox.limits.max_output_chars and self._chars > self._sandbox.output_cap():
-                raise TemplateLimitError(
-                    f"a captured block grew past {self._sandbox.limits.max_output_chars} characters "
-                    "(Limits.max_output_chars)",
-                    code="template_output",
-                )
-            if self._charge:
-                self._sandbox.charge(_nbytes(text))
+        self._limit = sandbox.limits.max_output_chars
 
     def append(self, item: Any) -> None:
-        self._count(item)
-        super().append(item)
+        if type(item) is str:
+            self._chars += len(item)
+            # a string under 1,024 characters takes under 4 KB: never charged
+            if self._chars > self._limit or (self._charge and len(item) >= _FREE_BYTES // 4):
+                self._grown(item)
+        _list_append(self, item)
 
     def extend(self, items: Iterable[Any]) -> None:
-        items = tuple(items)
-        for item in items:
-            self._count(item)
-        super().extend(items)
+        for item in tuple(items):
+            self.append(item)
+
+    def _grown(self, text: str) -> None:
+        """Refuse a buffer past the output limit (plus twice the input); charge a long string's memory."""
+        if self._chars > self._limit and self._chars > self._sandbox.output_cap():
+            raise TemplateLimitError(
+                f"a captured block grew past {self._limit} characters (Limits.max_output_chars)",
+                code="template_output",
+            )
+        if self._charge:
+            self._sandbox.charge(_nbytes(text))
+
+
+_list_append = list.append
 
 
 class _TemplateDict:
@@ -628,7 +818,8 @@ class _TemplateNamespace(Namespace):
         self, args = args[0], args[1:]
         attrs = dict(*args, **kwargs)
         for name in attrs:
-            _TemplateNamespace._check_name(name)
+            if type(name) is not str or name[:1] == "_":
+                _TemplateNamespace._check_name(name)
         object.__setattr__(self, "_Namespace__attrs", attrs)  # what Namespace.__init__ sets (a copy of attrs)
 
     def __setitem__(self, name: str, value: Any) -> None:
@@ -866,7 +1057,23 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
                 kwargs.pop("_loop_vars", None)
                 kwargs.pop("_block_vars", None)
                 try:
-                    return obj(*args, **kwargs)
+                    count = obj._argument_count
+                    if (
+                        kwargs
+                        or len(args) > count
+                        or obj.caller
+                        or obj.catch_kwargs
+                        or obj.catch_varargs
+                        or obj._default_autoescape
+                        or (args and isinstance(args[0], EvalContext))
+                    ):
+                        return obj(*args, **kwargs)
+                    # what Macro.__call__ does with positional arguments only (no caller, varargs or kwargs to fill,
+                    # no autoescaping, no eval context in front): the arguments not given are ``missing`` (the
+                    # function puts their defaults), and the function's text is returned as it is
+                    return (
+                        obj._func(*args, *repeat(missing, count - len(args))) if len(args) < count else obj._func(*args)
+                    )
                 except StopIteration:
                     return self.undefined("value was undefined because a callable raised a StopIteration exception")
             if not self.is_safe_callable(obj):
@@ -1049,8 +1256,8 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
             result = _encode_str(x)
         else:
             # A tool schema's private copy never changes: its text (and size estimate) per set of arguments is
-            # built once per process.
-            frozen = frozen_json(x) if type(x) is dict else None
+            # built once per process. Not for a float indent: 4.0 equals 4 as a key, but json.dumps refuses it.
+            frozen = frozen_json(x) if type(x) is dict and (indent is None or type(indent) is not float) else None
             args = (ensure_ascii, indent, separators, sort_keys)
             try:
                 known = frozen[1].get(args) if frozen is not None else None
@@ -1096,20 +1303,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
 
 @jinja2.pass_context  # never constant-folded at compile time: a literal list must be counted at run time too
 def _guard_loop(context: Context, iterable: Iterable[Any]) -> Iterable[Any]:
-    budget = current_budget()
-    if budget is None:
-        return iterable
-    kind = type(iterable)
-    if (kind is list or kind is tuple or kind is dict or kind is str or kind is range) and len(iterable) <= _UPFRONT:  # type: ignore[arg-type]
-        # A short sized loop counts all its iterations when it starts (one left by ``{% break %}`` counts them
-        # all): no counting generator between the template and its list.
-        budget.reserve_iterations(len(iterable))  # type: ignore[arg-type]
-        return iterable
-    return budget.guard_loop(iterable)
-
-
-# Loops up to this length are counted when they start; the wall clock is checked at least this often as well.
-_UPFRONT = 1024
+    return guard_iterable(iterable)
 
 
 def _guarded_filters(sandbox: TemplateSandbox) -> dict[str, Callable[..., Any]]:

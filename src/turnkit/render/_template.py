@@ -38,6 +38,7 @@ from turnkit.render._inputs import (
 from turnkit.render._memo import FifoMemo
 from turnkit.render._sandbox import TemplateSandbox, nested_generation, sandbox_for
 from turnkit.render._spans import TRACKER, marked_spans
+from turnkit.render._straight import CHECK_EVERY, check_output
 
 __all__ = ["ChatTemplate", "apply_chat_template", "render_template_string"]
 
@@ -583,31 +584,31 @@ def _run(
     """Render with a fresh budget, stopping at the output cap; jinja2 and Python errors become turnkit errors."""
     budget = sandbox.new_budget(input_bytes=lambda: input_size(variables), trusted=trusted)
     token = set_budget(budget)
-    cap = sandbox.limits.max_output_chars
-    scaled = False
     try:
-        parts: list[str] = []
-        total = 0
         # What Template.new_context builds, minus the copy of the globals' key set (only ``{% import %}`` reads
         # it, and there is no loader to import from): a third of the fixed cost of a small render.
         context = sandbox.context_class(sandbox, {**sandbox.globals, **variables}, compiled.name, compiled.blocks)
-        chunks = compiled.root_render_func(context)
+        tracker = TRACKER.get()
+        if tracker is not None:
+            tracker.start_render()
+        chunks: Any = compiled.root_render_func(context)  # an iterator, or a list (see _straight)
+        if type(chunks) is list:
+            # a template compiled to straight Python ran to its end, measuring its output as it grew (_straight)
+            total = sum(map(len, chunks))
+            check_output(sandbox, total)
+            if tracker is not None:
+                tracker.length = total
+            budget.check_time()
+            return "".join(chunks)
+        parts: list[str] = []
+        total = 0
         # Consume the output a few chunks at a time (at C speed), checking the cap between batches. A batch only
         # holds references: every big string in it was already counted when the template built it. Tracking
         # ``{% generation %}`` spans takes one chunk at a time, so each block sees the length before it.
-        tracker = TRACKER.get()
-        step = 64  # a short conversation's prompt comes in one batch
-        if tracker is not None:
-            tracker.start_render()
-            step = 1
+        step = CHECK_EVERY if tracker is None else 1  # a short conversation's prompt comes in one batch
         while batch := list(islice(chunks, step)):
             total += sum(map(len, batch))
-            if total > cap and not scaled:
-                cap, scaled = sandbox.output_cap(), True  # a long conversation may make a long prompt
-            if total > cap:
-                raise TemplateLimitError(
-                    f"rendered prompt grew past {cap} characters (Limits.max_output_chars)", code="template_output"
-                )
+            check_output(sandbox, total)
             parts += batch
             if tracker is not None:
                 tracker.length = total
