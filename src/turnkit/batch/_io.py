@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -245,9 +246,13 @@ def _json_row(line: str, number: int) -> dict[str, Any]:
         return _invalid(number, "JSON nested too deeply")
     if not isinstance(value, dict):
         return _invalid(number, f"expected a JSON object, got {type(value).__name__}")
-    if ("\\ud" in line or "\\uD" in line) and (lone := _lone_surrogate(value)):
+    if _SURROGATE_ESCAPE(line) and (lone := _lone_surrogate(value)):
         return _invalid(number, f"a string holds the lone surrogate {lone} (a \\u escape that is half a pair)")
     return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]").search
+"""A ``\\u`` escape of a surrogate (or text that looks like one): only then are a row's strings checked."""
 
 
 def _invalid(number: int, problem: str) -> dict[str, Any]:
