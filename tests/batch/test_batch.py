@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from tests.clirun import run_cli
 from turnkit import BatchInputError, ChatTemplate, MissingDependencyError, TurnkitError
@@ -403,30 +401,6 @@ def test_an_interrupted_write_is_cut_back_to_the_last_complete_batch(
         sink.write_encoded(part, 3)
     sink.close()
     assert output.read_text(encoding="utf-8") == '{"id": 1}\n'
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    rows=st.lists(
-        st.fixed_dictionaries(
-            {
-                "prompt": st.one_of(st.none(), st.text(max_size=5)),
-                "input_ids": st.one_of(
-                    st.none(),
-                    st.lists(st.integers(0, 70000), max_size=80),
-                    st.lists(st.integers(0, 2), min_size=60, max_size=80),  # mask-like until a 2
-                ),
-                "assistant_masks": st.one_of(st.none(), st.lists(st.integers(0, 1), min_size=50, max_size=150)),
-                "meta": st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-            }
-        ),
-        max_size=4,
-    )
-)
-def test_token_columns_joined_from_the_number_table_are_the_json_encoders_text(rows: list[dict[str, Any]]) -> None:
-    from turnkit.batch import _io
-
-    assert _io.encode_rows(rows, "jsonl", ["input_ids", "assistant_masks"]) == _io.encode_rows(rows, "jsonl")
 
 
 @pytest.mark.parametrize(("method", "suffix"), [("spawn", ".jsonl"), ("forkserver", ".parquet")])

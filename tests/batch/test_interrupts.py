@@ -61,25 +61,37 @@ def _args(job: dict[str, Path], *extra: str) -> list[str]:
     ]
 
 
-def _stop_mid_run(job: dict[str, Path], sig: int, *extra: str) -> tuple[int, str]:
+def _stop_mid_run(job: dict[str, Path], sig: int, *extra: str, group: bool = True) -> tuple[int, str]:
     """Start the run in a process group of its own; once two batches are in the output, send ``sig`` to the
-    whole group (as a terminal's Ctrl-C does, or a kill of the job). Two: a batch whose bytes are visible may
-    still be cut back by the interruption (it lands before the write returns), the one before it may not."""
+    whole group (as a terminal's Ctrl-C does, or a kill of the job), or to the main process alone (``docker
+    stop``, a plain ``kill``). Two: a batch whose bytes are visible may still be cut back by the interruption (it
+    lands before the write returns), the one before it may not. Parquet output: two row groups' worth of bytes."""
     output = job["output"]
     output.parent.mkdir()
     process = start_cli(*_args(job, *extra), start_new_session=True)
     try:
         deadline = time.monotonic() + 30
-        while not (output.exists() and output.read_bytes().count(b"\n") >= 8) and process.poll() is None:
+        while not _two_batches(output) and process.poll() is None:
             assert time.monotonic() < deadline, "no output row after 30 s"
             time.sleep(0.002)
-        os.killpg(process.pid, sig)
+        if group:
+            os.killpg(process.pid, sig)
+        else:
+            os.kill(process.pid, sig)
         _, err = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     return process.returncode, err
+
+
+def _two_batches(output: Path) -> bool:
+    if not output.exists():
+        return False
+    if output.suffix == ".parquet":
+        return output.stat().st_size >= 3000  # the schema, then row groups of 4 rows as they are written
+    return output.read_bytes().count(b"\n") >= 8
 
 
 def _parts_left(job: dict[str, Path]) -> list[str]:
@@ -102,11 +114,25 @@ def test_a_killed_run_is_resumed_exactly_and_its_part_files_are_removed(job: dic
     assert _parts_left(job) == []
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_ctrl_c_leaves_complete_rows_one_message_and_resume_finishes(job: dict[str, Path], method: str) -> None:
-    code, err = _stop_mid_run(job, signal.SIGINT, "--start-method", method)
-    assert code == 130, err
-    assert err.count("\n") == 1 and "turnkit batch: interrupted" in err and "--resume" in err, err
+@pytest.mark.parametrize(
+    ("sig", "method", "group"),
+    [
+        (signal.SIGINT, "fork", True),
+        (signal.SIGINT, "spawn", True),
+        (signal.SIGTERM, "fork", True),
+        (signal.SIGTERM, "spawn", True),
+        (signal.SIGTERM, "fork", False),
+    ],
+)
+def test_ctrl_c_or_sigterm_leaves_complete_rows_one_message_and_resume_finishes(
+    job: dict[str, Path], sig: int, method: str, group: bool
+) -> None:
+    """SIGTERM (a scheduler stopping the job, ``kill``), to the whole group or the main process alone, stops
+    the run as Ctrl-C does: the workers stopped, complete rows only, one line said, exit 128 + the signal."""
+    returncode, err = _stop_mid_run(job, sig, "--start-method", method, group=group)
+    said = "interrupted" if sig == signal.SIGINT else "terminated (SIGTERM)"
+    assert returncode == 128 + sig, err
+    assert err.count("\n") == 1 and f"turnkit batch: {said};" in err and "--resume" in err, err
     written = job["output"].read_text(encoding="utf-8")
     assert written.endswith("\n") and 0 < written.count("\n") < ROWS
     expected = job["expected"].read_text(encoding="utf-8")
@@ -115,6 +141,21 @@ def test_ctrl_c_leaves_complete_rows_one_message_and_resume_finishes(job: dict[s
     summary = tbatch.render(job["input"], job["output"], template=job["template"], workers=2, batch_size=4, resume=True)
     assert summary.skipped == written.count("\n") and summary.skipped + summary.rows == ROWS
     assert job["output"].read_text(encoding="utf-8") == expected
+
+
+def test_sigterm_on_a_first_parquet_run_writes_the_footer_and_resume_finishes(job: dict[str, Path]) -> None:
+    """A first run's parquet output has no footer until it is closed: SIGTERM closes it, as Ctrl-C does."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    job["output"] = job["output"].with_suffix(".parquet")
+    returncode, err = _stop_mid_run(job, signal.SIGTERM)
+    assert returncode == 143 and "terminated (SIGTERM)" in err, err
+    written = pq.ParquetFile(job["output"]).metadata.num_rows
+    assert 0 < written < ROWS
+    summary = tbatch.render(job["input"], job["output"], template=job["template"], workers=2, batch_size=4, resume=True)
+    assert summary.skipped == written and summary.skipped + summary.rows == ROWS
+    expected = [json.loads(line) for line in job["expected"].read_text(encoding="utf-8").splitlines()]
+    got = pq.read_table(job["output"]).to_pylist()
+    assert [(row["id"], row["prompt"]) for row in got] == [(str(row["id"]), row["prompt"]) for row in expected]
 
 
 def test_only_the_part_folders_of_dead_runs_on_this_output_are_removed(tmp_path: Path) -> None:

@@ -8,9 +8,11 @@ and streams the results back in order into the same sink.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import multiprocessing
+import multiprocessing.pool
 import os
 import pickle
 import signal
@@ -93,9 +95,13 @@ _WORKER: Any = None
 
 def _init_worker(worker: Worker) -> None:
     global _WORKER
-    # Ctrl-C reaches the whole process group: the main process stops the run (and terminates the workers), so a
-    # worker ignores it instead of printing a traceback of its own (or dying with a pool lock held)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C and SIGTERM reach the whole process group: the main process stops the run and then its workers
+    # (SIGKILL: see _Pool), so a worker ignores them instead of printing a traceback of its own or dying with one
+    # of the pool's queue locks held, which would hang the main process. They were held since the fork.
+    for number in _STOP_SIGNALS:
+        signal.signal(number, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     release_inherited_locks()
     # one process per core: tokenizers' own thread pool in every worker would oversubscribe the cores
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
@@ -158,9 +164,11 @@ def _local_results(
         if forked:
             gc.freeze()
         try:
-            with _ignoring_sigint():  # the workers start with Ctrl-C ignored (see _init_worker)
-                pool = context.Pool(workers, initializer=_init_worker, initargs=(worker,))
-            with pool:
+            with contextlib.ExitStack() as stack:
+                with _stop_signals_held():  # the workers start with them ignored (see _init_worker)
+                    pool = stack.enter_context(
+                        _Pool(workers, initializer=_init_worker, initargs=(worker,), context=context)
+                    )
                 pending: deque[Any] = deque()
                 ahead = (4 if size < batch_size else 2) * workers  # small tasks: more queued, so no worker waits
                 for number, chunk in enumerate(source.chunks(size, skip=skip, ranges=True)):
@@ -175,18 +183,49 @@ def _local_results(
                 gc.unfreeze()
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.contextmanager
-def _ignoring_sigint() -> Iterator[None]:
-    """SIGINT ignored while worker processes start (they inherit it, spawned ones too); only the main thread
-    can set signal handlers, so elsewhere this does nothing (the workers' initializer still ignores it)."""
+def _stop_signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM ignored and held back while worker processes start: a forked worker inherits both, a
+    spawned one what outlives ``exec`` (ignored signals stay ignored, and Python then leaves SIGINT alone), until
+    its initializer ignores them for good. One that comes meanwhile is kept pending for this process (blocked
+    signals are not discarded on Linux) and reaches its own handler after, so the run stops. Only the main thread
+    handles signals: elsewhere this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    blocking = hasattr(signal, "pthread_sigmask")  # not on Windows: Ctrl-C is only ignored meanwhile there
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS) if blocking else None
+    previous = [signal.signal(number, signal.SIG_IGN) for number in _STOP_SIGNALS]
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+        for number, handler in zip(_STOP_SIGNALS, previous, strict=True):
+            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+class _Pool(multiprocessing.pool.Pool):
+    """A process pool whose ``terminate()`` kills its workers with SIGKILL (they ignore SIGTERM), where the
+    standard pool sends SIGTERM, but only once the pool's task thread has sent its last message. A worker killed
+    while it writes a result holds the result queue's lock forever, and that thread's last message waits on it:
+    the standard pool then hangs (rare when workers are stopped at the end of a run, frequent mid-run)."""
+
+    def terminate(self) -> None:
+        for process in getattr(
+            self, "_pool", ()
+        ):  # started (a spawned worker was pickled): its own attribute is not sent
+            process.terminate = functools.partial(self._kill, process)
+        super().terminate()
+
+    def _kill(self, process: Any) -> None:
+        sender = getattr(self, "_task_handler", None)
+        if sender is not None and sender is not threading.current_thread():
+            sender.join(timeout=10)  # bounded: a worker stuck writing a big result to a full pipe never lets go
+        process.kill()
 
 
 def _ray_results(worker: Worker, path: str, kind: str, workers: int, batch_size: int) -> Generator[_Done, None, None]:

@@ -70,7 +70,7 @@ def check_messages(value: Any, field: str = "messages") -> list[dict[str, Any]]:
                 raise RowError(
                     f"{where}.content", f"expected a string or a list of content blocks, got {_describe(content)}"
                 )
-        messages.append(dict(message))
+        messages.append(message if type(message) is dict else dict(message))  # never mutated: no copy
     return messages
 
 
@@ -96,7 +96,7 @@ def check_tools(value: Any, field: str = "tools") -> list[dict[str, Any]] | None
             raise RowError(
                 f"{where}.function.parameters", f"expected a JSON schema object, got {_describe(parameters)}"
             )
-        tools.append(dict(tool))
+        tools.append(tool if type(tool) is dict else dict(tool))
     return tools
 
 
@@ -110,7 +110,7 @@ def check_documents(value: Any, field: str = "documents") -> list[dict[str, Any]
     for index, document in enumerate(value):
         if not isinstance(document, Mapping):
             raise RowError(f"{field}[{index}]", f"expected a document object, got {_describe(document)}")
-    return [dict(document) for document in value]
+    return [document if type(document) is dict else dict(document) for document in value]
 
 
 def _describe(value: Any) -> str:

@@ -1,0 +1,153 @@
+"""The JSON-lines writer gives exactly ``json.dumps(row, ensure_ascii=False)``'s characters, on hostile rows; the
+reader turns lines it cannot use into bad rows, never a crash."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from turnkit import batch as tbatch
+from turnkit.batch import _io
+from turnkit.batch._lines import json_lines
+
+INTS = ("input_ids", "assistant_masks")
+
+# every code point but lone surrogates' own category is allowed here: controls, quotes, backslashes, U+2028,
+# astral characters; surrogates get their own test (the reader refuses them)
+TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),  # NaN and Infinity: written as json writes them
+    TEXT,
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
+    max_leaves=20,
+)
+TOKEN_IDS = st.one_of(
+    st.lists(st.integers(0, 300_000), max_size=90),
+    # starting with token 0 or 1 (a BOS at id 1 is common), then ids past 255: not a mask
+    st.tuples(st.sampled_from([0, 1]), st.lists(st.integers(0, 100_000), min_size=1, max_size=90)).map(
+        lambda pair: [pair[0], *pair[1]]
+    ),
+    st.lists(st.integers(0, 2), max_size=90),  # mask-like until a 2
+)
+MASKS = st.lists(st.lists(st.integers(0, 1), min_size=1, max_size=30).map(lambda run: run * 3), max_size=8).map(
+    lambda runs: [bit for run in runs for bit in run]
+)
+NOT_LISTS = VALUES.filter(lambda value: type(value) is not list)
+KEYS = st.one_of(TEXT, st.sampled_from(INTS), st.integers(-5, 5), st.sampled_from([None, True, 1.5]))
+
+
+@st.composite
+def rows(draw: st.DrawFn) -> dict[Any, Any]:
+    """A row of any shape: the token columns anywhere (or absent, or holding a value that is not a list: their
+    lists are the worker's own, of non-negative ints), other columns of any JSON-like value, keys that json
+    writes as text (numbers, ``null``, ``true``)."""
+    row: dict[Any, Any] = {}
+    for key in draw(st.lists(KEYS, max_size=7)):
+        if key == "input_ids":
+            row[key] = draw(st.one_of(TOKEN_IDS, NOT_LISTS))
+        elif key == "assistant_masks":
+            row[key] = draw(st.one_of(MASKS, NOT_LISTS))
+        else:
+            row[key] = draw(VALUES)
+    return row
+
+
+def _reference(batch: list[dict[Any, Any]]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in batch)
+
+
+@settings(max_examples=400, deadline=None)
+@given(batch=st.lists(rows(), max_size=5))
+def test_json_lines_are_json_dumps_characters_on_rows_of_any_shape(batch: list[dict[Any, Any]]) -> None:
+    assert json_lines(batch, INTS) == _reference(batch)
+    assert json_lines(batch) == _reference(batch)
+    assert _io.encode_rows(batch, "jsonl", list(INTS)) == _reference(batch)
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {},
+        {"input_ids": []},
+        {"input_ids": [7]},
+        {"assistant_masks": [1]},
+        {"input_ids": [1, 300, 2, 70000] * 40},  # ids that start with 1 and pass 255 (once a ValueError)
+        {"input_ids": [0] + list(range(70)), "assistant_masks": [0] * 70 + [1] * 5 + [0]},
+        {"assistant_masks": [1] * 500 + [0] * 3 + [1]},
+        {"input_ids": None, "prompt": 'a"\\\n\x00\x1f\u2028\U0001f600é', "assistant_masks": "not a list"},
+        {"a": 1, "input_ids": [5, 6], "b": [1, 2], "assistant_masks": [0, 1], "c": {"input_ids": [3]}},
+        {"x": math.nan, "y": -math.inf, 1: "one", None: "null key", "input_ids": [2, 2]},
+    ],
+)
+def test_json_lines_edge_rows(row: dict[Any, Any]) -> None:
+    assert json_lines([row], INTS) == _reference([row])
+
+
+def test_a_row_json_cannot_write_fails_as_json_does() -> None:
+    with pytest.raises(TypeError):
+        json_lines([{"input_ids": [1, 2], "bad": object()}], INTS)
+    with pytest.raises(TypeError):
+        json.dumps({"bad": object()})
+
+
+def _write_lines(path: Path, lines: list[str]) -> None:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def test_lines_the_reader_cannot_use_are_bad_rows_and_the_run_goes_on(tmp_path: Path) -> None:
+    template = tmp_path / "t.jinja"
+    template.write_text("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}", encoding="utf-8")
+    good = '{"messages": [{"role": "user", "content": "fine \\ud83d\\ude00"}]}'  # an escaped pair: one character
+    lines = [
+        good,
+        '{"messages": [{"role": "user", "content": "a\\ud800b"}]}',  # half a pair
+        '{"messages": [{"role": "user", "content": "z\\uDFFF"}]}',
+        "[" * 100_000,  # deeper than the parser goes
+        '{"n": ' + "9" * 5000 + "}",  # more digits than Python converts
+        good,
+    ]
+    source = tmp_path / "in.jsonl"
+    _write_lines(source, lines)
+    for suffix in (".jsonl", ".parquet"):
+        output = tmp_path / f"out{suffix}"
+        summary = tbatch.render(source, output, template=template)
+        assert (summary.rows, summary.errors) == (6, 4), summary
+        if suffix == ".jsonl":
+            out = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+        else:
+            import pyarrow.parquet as pq
+
+            out = pq.read_table(output).to_pylist()
+        assert [row["prompt"] for row in out] == ["user: fine \U0001f600\n", None, None, None, None, out[0]["prompt"]]
+        errors = [row["error"] for row in out]
+        assert errors[0] is None and errors[5] is None
+        assert "line 2: a string holds the lone surrogate \\ud800" in errors[1]
+        assert "line 3: a string holds the lone surrogate \\udfff" in errors[2]
+        assert "line 4: JSON nested too deeply" in errors[3]
+        assert "line 5: invalid JSON" in errors[4] and "digits" in errors[4]
+
+
+def test_a_lone_surrogate_a_template_writes_is_kept_as_its_json_escape(tmp_path: Path) -> None:
+    """Only a template's own string literal can put one in a prompt: the line stays valid UTF-8 JSON and reads
+    back as the same string."""
+    template = tmp_path / "t.jinja"
+    template.write_text('{{ "x\\ud800y" }}{{ messages[0].content }}', encoding="utf-8")
+    source = tmp_path / "in.jsonl"
+    _write_lines(source, ['{"messages": [{"role": "user", "content": "hi"}]}'])
+    output = tmp_path / "out.jsonl"
+    assert tbatch.render(source, output, template=template).errors == 0
+    raw = output.read_bytes()
+    raw.decode("utf-8")  # valid UTF-8
+    assert json.loads(raw)["prompt"] == "x\ud800yhi"
