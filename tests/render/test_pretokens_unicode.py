@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,21 +35,41 @@ def test_the_shipped_table_is_what_the_installed_engines_give() -> None:
     assert shipped == json.loads(json.dumps(_pretokens.agreement()))
 
 
-def test_the_table_is_read_for_its_versions_and_computed_for_others(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_table_is_read_for_its_versions_and_computed_for_others(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The shipped table serves the versions it was made with; other versions of tokenizers, regex or Python get
-    one computed at load time (here a stand-in, :func:`agreement` itself being tested above)."""
+    one computed at load time (here a stand-in, :func:`agreement` itself being tested above), kept in the cache
+    folder for the next process; a corrupt or other-version cache file is computed again."""
     shipped = json.loads(_pretokens._AGREEMENT.read_text(encoding="utf-8"))
+    other = {**shipped["versions"], "tokenizers": "0.0.1"}
+    calls: list[int] = []
 
     def computed() -> dict[str, Any]:
-        return {"computed": True}
+        calls.append(1)
+        return {"versions": other, "computed": len(calls)}
 
+    monkeypatch.setenv("TURNKIT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(_pretokens, "agreement", computed)
     _pretokens._disagreement.cache_clear()
     try:
         assert _pretokens._disagreement() == shipped
+        assert calls == [] and not (tmp_path / "cache").exists()
         _pretokens._disagreement.cache_clear()
-        monkeypatch.setattr(_pretokens, "_versions", lambda: {**shipped["versions"], "tokenizers": "0.0.1"})
-        assert _pretokens._disagreement() == {"computed": True}
+        monkeypatch.setattr(_pretokens, "_versions", lambda: other)
+        assert _pretokens._disagreement() == {"versions": other, "computed": 1}
+        (kept,) = (tmp_path / "cache").iterdir()
+        assert "0.0.1" in kept.name and json.loads(kept.read_text(encoding="utf-8"))["computed"] == 1
+        _pretokens._disagreement.cache_clear()  # a new process: read from the cache, not computed
+        assert _pretokens._disagreement()["computed"] == 1 and calls == [1]
+        for corrupt in ('{"versions": {}, "computed": 9}', '{"versions": '):
+            kept.write_text(corrupt, encoding="utf-8")
+            _pretokens._disagreement.cache_clear()
+            assert _pretokens._disagreement()["computed"] == len(calls)
+        assert calls == [1, 1, 1]
+        monkeypatch.setenv("TURNKIT_CACHE_DIR", str(kept / "not-a-folder"))  # unwritable: computed, no error
+        _pretokens._disagreement.cache_clear()
+        assert _pretokens._disagreement()["computed"] == 4
     finally:
         _pretokens._disagreement.cache_clear()
 

@@ -22,10 +22,10 @@ Oniguruma. Only expressions built of constructs both engines read alike are acce
   (``\\p{L}``, ``\\p{N}``, ``\\s``...) and, in a case-insensitive group, its case folds; Unicode versions
   differ between ``regex``, Oniguruma and ``unicodedata``, so :func:`agreement` lists the characters where any of
   that differs (from both engines, over every code point; shipped as ``_pretokens_unicode.json``, made again at
-  load time for other versions), and a piece holding one goes to tokenizers. With a normaliser, a piece must be in
-  its normal form per ``unicodedata`` and free of the characters tokenizers' older normalisation tables treat
-  otherwise. Byte-level tokens may cover part of a character; :meth:`PreTokenEncoder.locate` gives the character
-  offsets tokenizers gives them.
+  load time for other versions and kept in a per-user cache), and a piece holding one goes to tokenizers. With a
+  normaliser, a piece must be in its normal form per ``unicodedata`` and free of the characters tokenizers' older
+  normalisation tables treat otherwise. Byte-level tokens may cover part of a character;
+  :meth:`PreTokenEncoder.locate` gives the character offsets tokenizers gives them.
 
 Anything else -- a piece holding a normalised added token, a split that skips characters -- returns ``None``:
 the caller encodes the piece with ``tokenizers``.
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import unicodedata
 from bisect import bisect_right
@@ -300,15 +301,44 @@ def _splitter(expression: str) -> Callable[[str], list[str]] | str:
         return f"the split expression does not compile with regex: {exc}"
 
 
+def _cached_table() -> Path:
+    """Where a table computed for other versions is kept between processes: ``$TURNKIT_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/turnkit``, else ``~/.cache/turnkit``; named by the versions it holds."""
+    root = os.environ.get("TURNKIT_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "turnkit"
+    )
+    versions = _versions()
+    return Path(root) / ("pretokens-unicode-" + "-".join(versions[name] for name in sorted(versions)) + ".json")
+
+
+def _read_table(path: Path, versions: dict[str, str]) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("versions") == versions else None
+
+
 @functools.cache
 def _disagreement() -> dict[str, Any]:
-    """:func:`agreement` as shipped when it was made with the installed versions, else computed here (about seven
-    CPU seconds, once a process: only after an upgrade of tokenizers, regex or Python)."""
-    try:
-        data = json.loads(_AGREEMENT.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        data = None
-    return data if isinstance(data, dict) and data.get("versions") == _versions() else agreement()
+    """:func:`agreement` as shipped when it was made with the installed versions, else as an earlier process
+    computed it (:func:`_cached_table`), else computed here (about seven CPU seconds: only after an upgrade of
+    tokenizers, regex or Python) and kept there; an unwritable cache only costs the next process the same."""
+    versions = _versions()
+    data = _read_table(_AGREEMENT, versions)
+    if data is None:
+        cached = _cached_table()
+        data = _read_table(cached, versions)
+        if data is None:
+            data = agreement()
+            try:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                part = cached.with_name(f"{cached.name}.{os.getpid()}.part")
+                part.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
+                os.replace(part, cached)  # whole or absent: a process never reads half a table
+            except OSError:
+                pass
+    return data
 
 
 @functools.cache
