@@ -22,42 +22,27 @@ TOOLS = [
     {"type": "function", "function": {"name": "f", "parameters": {"properties": {"s": {"type": "string"}}}}},
 ]
 
-BRACKETS = FormatSpec(
-    name="brackets",
-    description="[call][f=NAME][p=K]V[/p][/f][/call]: XML-style parameters whose markers do not start with '<'",
-    tools=(
-        ToolRegion(
-            open="[call]",
-            close="[/call]",
-            body=XmlParams(
-                function_open="[f=",
-                name_ends=("]",),
-                param_open="[p=",
-                key_ends=(("]", ""),),
-                param_close="[/p]",
-                function_close="[/f]",
-            ),
-        ),
-    ),
-)
 
-PREFIXED_CLOSE = FormatSpec(
-    name="prefixed_close",
-    description="[call][f=NAME][p=K]V[/p][p=end]: the function's close marker begins with the parameter opening",
-    tools=(
-        ToolRegion(
-            open="[call]",
-            close="[/call]",
-            body=XmlParams(
-                function_open="[f=",
-                name_ends=("]",),
-                param_open="[p=",
-                key_ends=(("]", ""),),
-                param_close="[/p]",
-                function_close="[p=end]",
-            ),
-        ),
-    ),
+def _brackets(name: str, description: str, function_close: str) -> FormatSpec:
+    """XML-style parameters whose markers do not start with '<'."""
+    body = XmlParams(
+        function_open="[f=",
+        name_ends=("]",),
+        param_open="[p=",
+        key_ends=(("]", ""),),
+        param_close="[/p]",
+        function_close=function_close,
+    )
+    return FormatSpec(
+        name=name, description=description, tools=(ToolRegion(open="[call]", close="[/call]", body=body),)
+    )
+
+
+BRACKETS = _brackets("brackets", "[call][f=NAME][p=K]V[/p][/f][/call]: XML-style parameters", "[/f]")
+PREFIXED_CLOSE = _brackets(
+    "prefixed_close",
+    "[call][f=NAME][p=K]V[/p][p=end]: the function's close marker begins with the parameter opening",
+    "[p=end]",
 )
 
 NESTED = FormatSpec(
