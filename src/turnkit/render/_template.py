@@ -55,7 +55,7 @@ class ChatTemplate:
     templates has). ``special_tokens`` (``bos_token``, ``eos_token``...) are passed to every render, as a
     tokenizer passes its special tokens; keyword arguments of :meth:`render` override them. ``prefix_cache=True``
     remembers each iteration of the template's top-level loops, so a conversation that grew by a turn reruns
-    only its new messages (worth it for templates with heavy per-message code; see docs/render.md).
+    only its new messages (it keeps jinja2's generator code: measure it, docs/render.md has figures).
 
     Example::
 
