@@ -333,12 +333,17 @@ def _disagreement() -> dict[str, Any]:
             data = agreement()
             try:
                 cached.parent.mkdir(parents=True, exist_ok=True)
-                part = cached.with_name(f"{cached.name}.{os.getpid()}.part")
-                part.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
-                os.replace(part, cached)  # whole or absent: a process never reads half a table
+                _write_table(cached, data)
             except OSError:
                 pass
     return data
+
+
+def _write_table(path: Path, data: dict[str, Any]) -> None:
+    """Write a table of :func:`agreement` whole (a temporary file, then a rename): a reader never sees half."""
+    part = path.with_name(f"{path.name}.{os.getpid()}.part")
+    part.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
+    os.replace(part, path)
 
 
 @functools.cache
@@ -590,4 +595,4 @@ class PreTokenEncoder:
 
 
 if __name__ == "__main__":  # python -m turnkit.render._pretokens: the data file again, for the installed versions
-    _AGREEMENT.write_text(json.dumps(agreement(), separators=(",", ":")) + "\n", encoding="utf-8")
+    _write_table(_AGREEMENT, agreement())

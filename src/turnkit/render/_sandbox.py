@@ -593,16 +593,14 @@ class _GuardedCodeGenerator(CodeGenerator):
         printed = self._printed(node)
         limit = self.environment.limits.max_sequence_length  # type: ignore[attr-defined]
         short = min(limit, (_FREE_BYTES - 3) // 6)  # at most 6 characters per character, plus the quotes
-        if arguments == _JSON_DEFAULTS:
+        if arguments == _JSON_DEFAULTS:  # a short string, else a schema's text
             self.write(f"(tk_encode_str({tmp}) if (type({tmp} := ")
             self.visit(node.node, frame)
-            self.write(f") is str and len({tmp}) <= {short}) else ")
-        else:
+            self.write(f") is str and len({tmp}) <= {short}) else {text}[0] if type({tmp}) is dict and ")
+        else:  # a schema's text for these arguments
             self.write(f"({text}[0] if type({tmp} := ")
             self.visit(node.node, frame)
             self.write(") is dict and ")
-        if arguments == _JSON_DEFAULTS:
-            self.write(f"{text}[0] if type({tmp}) is dict and ")
         self.write(
             f"({slot} := tk_frozen_slot(id({tmp}))) is not None and {slot}[0] is {tmp} and "
             f"({text} := {slot}[1].get({arguments!r})) is not None and {text}[1] <= {limit} and "
