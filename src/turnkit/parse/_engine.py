@@ -374,7 +374,7 @@ class StreamParser:
             self._fast = self._fast_reasoning
         elif mode is _AFTER:
             self._fast = self._fast_after
-        elif scanner.held and scanner.markers.plain_prefixes:
+        elif scanner.held and scanner.markers.holds:
             self._fast = self._fast_held
 
     def _arm_body(self, region: _Region, body: Body) -> None:
@@ -411,11 +411,12 @@ class StreamParser:
         markers = scanner.markers
         if found is not None:
             at = found.start()
-            if markers.plain_prefixes and text[at:] in markers.prefixes:
+            if text[at:] in markers.holds:
                 # From there only a marker's beginning, no marker inside it: held, what scan finds (no search).
                 scanner.held = text[at:]
                 return text[:at]
-        elif scanner.held and markers.plain_prefixes and scanner.hold_more(text):
+        elif scanner.held and (buffer := scanner.held + text) in markers.holds:  # (scanner.hold_more, inlined)
+            scanner.held = buffer
             return ""
         before, marker, rest = scanner.scan(text)
         if marker is None:

@@ -24,6 +24,7 @@ class MarkerSet:
         "longest",
         "prefixes_of_longer",
         "plain_prefixes",
+        "holds",
         "loud",
     )
 
@@ -47,6 +48,9 @@ class MarkerSet:
         # No marker occurs inside another marker's beginning past its first character (true of "<tag>"-style
         # markers): then a held prefix extended into a longer prefix is held as a whole, nothing released.
         self.plain_prefixes = not any(m in p[1:] for p in self.prefixes for m in unique)
+        self.holds = self.prefixes if self.plain_prefixes else frozenset()
+        """The texts a scanner holds as a whole, found by one set lookup (no search): a marker's beginning, when
+        ``plain_prefixes``; else none."""
 
 
 class MarkerScanner:
@@ -67,11 +71,9 @@ class MarkerScanner:
         """The hot path inside a marker: if the held tail plus ``text`` still only begins a marker, hold it all
         and return True (what :meth:`scan` does with it: nothing released, no marker found)."""
         held = self.held
-        if held and self.markers.plain_prefixes:
-            buffer = held + text
-            if buffer in self.markers.prefixes:
-                self.held = buffer
-                return True
+        if held and (buffer := held + text) in self.markers.holds:
+            self.held = buffer
+            return True
         return False
 
     def scan(self, text: str, final: bool = False) -> tuple[str, str | None, str]:

@@ -429,6 +429,8 @@ class JsonCallsBody(Body):
                         return self.out.take()
                     self.end = rest
                     return None
+            if scanner.in_string and not scanner.escape and self.sink is not None:  # ends inside a string: as below
+                self.lane = ('"', "\\", self.sink, self.sink_index)
         elif self.sink is not None:  # string text in the arguments: so are the next chunks without a quote or backslash
             self.lane = ('"', "\\", self.sink, self.sink_index)
         sink = self.sink

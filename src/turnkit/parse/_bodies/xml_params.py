@@ -285,7 +285,8 @@ class XmlParamsBody(Body):
             held = scan.held
             found = None
             if held:
-                if scan.hold_more(text):
+                if (buffer := held + text) in scan.markers.holds:  # (scan.hold_more, inlined)
+                    scan.held = buffer
                     return []
             elif (found := scan.markers.loud(text)) is None:  # no value-ending marker can start here: value text
                 if self.kind != "string":  # kept until the value ends: so are the next chunks where none can start
@@ -306,7 +307,7 @@ class XmlParamsBody(Body):
             # What feed() does with the chunk, when the body goes on past it: text before a marker's possible
             # beginning is value text; a value's close marker followed by what may still become a follower waits.
             markers = scan.markers
-            if found is not None and markers.plain_prefixes and text[found.start() :] in markers.prefixes:
+            if found is not None and text[found.start() :] in markers.holds:
                 before, marker, rest = text[: found.start()], None, ""  # (what scan finds, without its search)
                 scan.held = text[found.start() :]
             else:
@@ -342,8 +343,12 @@ class XmlParamsBody(Body):
                 self.text_buf = ""
                 return self.out.take()
             return self.fed(text)
-        if scan.held:
-            return [] if scan.hold_more(text) else self.fed(text)  # inside a marker's beginning: feed() would wait
+        held = scan.held
+        if held:  # inside a marker's beginning: feed() waits while it goes on (scan.hold_more, inlined)
+            if (buffer := held + text) in scan.markers.holds:
+                scan.held = buffer
+                return []
+            return self.fed(text)
         if state is _PARAMS or (state is _AWAIT and self.out.calls):
             # Between parameters or functions the text before a marker is skipped: what matters is whether a
             # marker completes here (then feed() does the work, on the scanner as it was).
@@ -351,7 +356,7 @@ class XmlParamsBody(Body):
             found = markers.loud(text)
             if found is None:
                 return []
-            if markers.plain_prefixes and text[found.start() :] in markers.prefixes:
+            if text[found.start() :] in markers.holds:
                 scan.held = text[found.start() :]  # only a marker's beginning from there (what scan finds, no search)
                 return []
             if scan.scan(text)[1] is None:
