@@ -200,7 +200,6 @@ class StreamParser:
         "_size",
         "_max_input",
         "_fast",
-        "_lane_body",
         "_lane",
         "_fast_loud",
         "_mode",
@@ -245,8 +244,7 @@ class StreamParser:
         self._size = 0
         self._max_input = limits.max_input_chars
         self._fast: Callable[[str], list[Delta] | None] | None = None  # set by _arm (see there)
-        self._lane_body: Body | None = None  # set by _arm: the body whose lane feed may take (see Body.lane)
-        self._lane: Lane | None = None  # that body's lane, taken from it after its step opened one
+        self._lane: Lane | None = None  # a body's lane, put here by its step (see Body.lane_to)
         self._fast_loud = self._c.content_markers.loud  # set by _arm: the current scanner's markers' test
         self._mode = _CONTENT
         # One scanner for the parser's life: each mode switch sets its marker set, holding nothing.
@@ -276,7 +274,7 @@ class StreamParser:
     def feed(self, text: str) -> list[Delta]:
         """Parse the next piece of output; returns the deltas it settled (possibly none)."""
         lane = self._lane
-        if lane is not None:  # the hottest path: more text of a body's run (see Body.lane), kept with its delta
+        if lane is not None:  # the hottest path: more text of a body's run (see Body.lane_to), kept with its delta
             stop, also, sink, index = lane
             if type(text) is str and stop not in text and also not in text and text:
                 size = self._size + len(text)
@@ -299,9 +297,6 @@ class StreamParser:
                 self._size = size
                 if deltas is None:
                     return self._full(text)
-                body = self._lane_body
-                if body is not None and body.lane is not None:  # the body's step opened a lane: feed takes it
-                    self._lane, body.lane = body.lane, None
                 return deltas
         return self._feed(text)
 
@@ -356,7 +351,7 @@ class StreamParser:
         Inside a body it is the decoder's own step, which takes every chunk (while the body may still reject the
         region, wrapped to keep the replay of the region's text); in content, reasoning or after a body,
         a chunk in which no marker completes; elsewhere, more of a marker's beginning."""
-        self._lane_body = None
+        self._lane = None
         out = self._out
         if out.holding or out.deltas or self._prefix_pending:
             return
@@ -381,9 +376,8 @@ class StreamParser:
         replay = region.replay
         if replay is not None and len(self._out.calls) != region.calls_at_entry:
             replay = region.replay = None  # a call started: the body can no longer reject (as _body_feed)
-        body.lane = None  # (set by the body's own step from here on)
         if replay is None:
-            self._fast, self._lane_body = body.fast, body
+            self._fast, body.lane_to = body.fast, self
         else:
             self._fast = self._fast_replaying
 

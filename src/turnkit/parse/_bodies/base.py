@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import enum
-from typing import Any
+from typing import Any, Protocol
 
 from turnkit._json import json_loads
 from turnkit.parse._emit import Delta, Emitter
@@ -20,6 +20,7 @@ __all__ = [
     "Body",
     "Fed",
     "Lane",
+    "LaneTaker",
     "Reject",
     "ToolTypes",
     "after_fence",
@@ -32,9 +33,15 @@ ToolTypes = dict[str, dict[str, Any]]
 """Tool name -> parameter name -> JSON schema of that parameter."""
 
 Lane = tuple[str, str, list[str], int]
-"""A body's lane (:attr:`Body.lane`): two stop characters (the same one twice if there is one; two ``in`` tests
+"""A body's lane (:attr:`Body.lane_to`): two stop characters (the same one twice if there is one; two ``in`` tests
 cost less than a pattern's search), the list a chunk is appended to, and the index of the call whose argument
 delta the chunk is (``-1``: no delta)."""
+
+
+class LaneTaker(Protocol):
+    """Where a body puts the lane it opens (:attr:`Body.lane_to`): the engine, whose ``feed`` takes it."""
+
+    _lane: Lane | None
 
 
 class Reject(enum.Enum):
@@ -67,7 +74,7 @@ class Body:
         "out",
         "types",
         "max_depth",
-        "lane",
+        "lane_to",
         "end",
     )
 
@@ -77,12 +84,13 @@ class Body:
         self.out = emitter
         self.types = types
         self.max_depth = max_depth
-        self.lane: Lane | None = None
-        """Set by :meth:`fast` after a chunk that was only more text of a run (a JSON string in the arguments, an
+        self.lane_to: LaneTaker | None = None
+        """Where :meth:`fast` puts a lane (``None``: no lanes, while the engine keeps the region's text to give it
+        back). A lane is opened after a chunk that was only more text of a run (a JSON string in the arguments, an
         untyped raw value): while the next chunks have no stop character, the engine's ``feed`` takes them itself
         (no call into the body): each is appended to the lane's list and, with an index, is an argument delta of
-        that call. The engine takes the lane over right after the step (and sets this back to ``None``), so the
-        body's next step starts without one."""
+        that call. The engine clears it before any other chunk reaches the body, so the body's next step starts
+        without one; written straight into the engine, it costs the common step nothing."""
         self.end: Fed = None
         """What :meth:`feed` returned when the body ended on a chunk :meth:`fast` took (``None`` while it goes on)."""
 
@@ -126,7 +134,8 @@ def after_fence(tail: str) -> Fed:
 
 def check_depth(raw: str, max_depth: int) -> None:
     """Raise the depth-limit error if the complete JSON-ish text ``raw`` nests deeper than ``max_depth``."""
-    if raw.count("{") + raw.count("[") > max_depth:  # (fewer opening brackets cannot nest deeper)
+    if ("{" in raw or "[" in raw) and raw.count("{") + raw.count("[") > max_depth:
+        # (fewer opening brackets cannot nest deeper; most values have none, and an ``in`` test costs less than a count)
         JsonDepthGauge(max_depth=max_depth).feed(raw)
 
 

@@ -429,10 +429,10 @@ class JsonCallsBody(Body):
                         return self.out.take()
                     self.end = rest
                     return None
-            if scanner.in_string and not scanner.escape and self.sink is not None:  # ends inside a string: as below
-                self.lane = ('"', "\\", self.sink, self.sink_index)
-        elif self.sink is not None:  # string text in the arguments: so are the next chunks without a quote or backslash
-            self.lane = ('"', "\\", self.sink, self.sink_index)
+            if scanner.in_string and not scanner.escape:  # the chunk ends inside a string: as below
+                self._open_lane()
+        else:  # string text: so are the next chunks without a quote or backslash
+            self._open_lane()
         sink = self.sink
         if sink is not None:  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
             sink.append(text)
@@ -440,6 +440,12 @@ class JsonCallsBody(Body):
         if self.role is not _SKIP:
             self.value_parts.append(text)
         return []
+
+    def _open_lane(self) -> None:
+        """Inside a string in streamed arguments: the next chunks without a quote or backslash go by the lane."""
+        to = self.lane_to
+        if to is not None and self.sink is not None:
+            to._lane = ('"', "\\", self.sink, self.sink_index)
 
     def _fast_edge(self, text: str) -> list[Delta] | None:
         """Chunks where a member value has not begun, in one step: more of a key, a key's beginning after ``{`` or

@@ -82,7 +82,7 @@ class _Plan:
         self.value = MarkerSet([spec.param_close] + fclose + closers)
         firsts = sorted({marker[0] for marker in self.value.markers})
         self.value_stops = "".join(firsts) if len(firsts) <= 2 else ""
-        """Where a value's markers can start, when one or two characters (a raw value's lane, see Body.lane)."""
+        """Where a value's markers can start, when one or two characters (a raw value's lane, see Body.lane_to)."""
         self.key_types = dict(spec.key_ends)
         self.followers = tuple(m for m in (spec.param_open, spec.function_close, region_close) if m)
         self.undecided = _undecided(self.followers)
@@ -291,8 +291,9 @@ class XmlParamsBody(Body):
             elif (found := scan.markers.loud(text)) is None:  # no value-ending marker can start here: value text
                 if self.kind != "string":  # kept until the value ends: so are the next chunks where none can start
                     stops = self.plan.value_stops
-                    if stops:
-                        self.lane = (stops[0], stops[-1], self.value_parts, -1)
+                    to = self.lane_to
+                    if stops and to is not None:
+                        to._lane = (stops[0], stops[-1], self.value_parts, -1)
                     self.value_parts.append(text)
                     return []
                 if self.spec.trim == "space" and self.value_started and _NEEDS_ESCAPE.search(text) is None:
