@@ -217,3 +217,27 @@ def test_text_then_a_marker_beginning_releases_the_text_and_holds_the_beginning(
     assert parser.feed("ction>\n</tool_call>") == [
         {"tool_calls": [{"index": 0, "function": {"arguments": '"1 <b </paramx"}'}}]}
     ]
+
+
+def test_remembered_argument_chunks_read_as_new_ones_and_stay_bounded() -> None:
+    """Quote-only argument chunks are remembered by text (see ``json_calls._QUOTES``): a second stream of the same
+    chunks (all remembered) gives what the first gave, and streams of ever new chunks leave the memory at its bound."""
+    from turnkit.parse._bodies import json_calls
+
+    json_calls._QUOTES.clear()
+    text = '<tool_call>\n{"name": "f", "arguments": {"a": "x\\"", "b": ["{", 2], "c": "\\\\", "d": "y", "e": ""}}\n'
+    first, first_message = _run("hermes", None, None, list(text))
+    again, again_message = _run("hermes", None, None, list(text))
+    assert again == first and again_message == first_message
+    assert first_message["tool_calls"][0]["function"]["arguments"] == {
+        "a": 'x"',
+        "b": ["{", 2],
+        "c": "\\",
+        "d": "y",
+        "e": "",
+    }
+    for n in range(json_calls._MAX_QUOTES // 50 + 2):
+        words = [f' "k{n}_{i}": "v",' for i in range(60)]
+        _run("hermes", None, None, ['<tool_call>\n{"name": "f", "arguments": {', *words, ' "z": 1}}'])
+    assert len(json_calls._QUOTES) == json_calls._MAX_QUOTES
+    assert all(len(chunk) <= json_calls._MAX_QUOTES_CHUNK for chunk in json_calls._QUOTES)

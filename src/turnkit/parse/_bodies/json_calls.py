@@ -98,6 +98,26 @@ _COLON_MARK = re.compile(r"[ \t\r\n]*:[ \t\r\n]*")
 _KEY_END = re.compile(r'([^"\\]*")[ \t\r\n]*(:[ \t\r\n]*)?\Z')
 """Inside a key: a chunk that ends it (plain text, the closing quote), perhaps with the colon, no value yet."""
 
+_QUOTES: dict[str, int] = {}
+"""Argument chunks by what their quotes do inside an object or array (see :func:`_quotes`), remembered: the chunks of
+a stream are the model's tokens, and the same few (``", "``, ``": "``) come again and again."""
+_MAX_QUOTES = 4096
+_MAX_QUOTES_CHUNK = 16
+"""At most this many chunks are remembered, each at most this long (a stream of other chunks reads each anew)."""
+
+
+def _quotes(text: str) -> int:
+    """What ``text`` does inside an object or array, outside an escape: 0 or 1 when it has no bracket or
+    backslash, its quotes' count modulo 2 (each opens or closes a string, the value goes on); 2 else."""
+    if "\\" in text or "{" in text or "}" in text or "[" in text or "]" in text:
+        kind = 2
+    else:
+        kind = text.count('"') & 1
+    if len(_QUOTES) < _MAX_QUOTES and len(text) <= _MAX_QUOTES_CHUNK:
+        _QUOTES[text] = kind
+    return kind
+
+
 _MAX_FENCE_LINE = 64
 _MAX_WRAP_TAG = 32
 
@@ -397,16 +417,12 @@ class JsonCallsBody(Body):
         if scanner.escape or not scanner.in_string or '"' in text or "\\" in text:  # (else: more string text)
             if scanner.scalar:
                 return self.fed(text)
-            if (
-                scanner.depth
-                and not scanner.escape
-                and "\\" not in text
-                and "{" not in text
-                and "}" not in text
-                and "[" not in text
-                and "]" not in text
-            ):  # quotes only, inside an object or array: each opens or closes a string, the value goes on
-                if text.count('"') & 1:
+            quotes = 2
+            if scanner.depth and not scanner.escape:
+                known = _QUOTES.get(text)
+                quotes = _quotes(text) if known is None else known
+            if quotes != 2:  # quotes only, inside an object or array: each opens or closes a string, the value goes on
+                if quotes:
                     scanner.in_string = not scanner.in_string
             else:
                 stop = scanner.feed(text)
@@ -429,23 +445,16 @@ class JsonCallsBody(Body):
                         return self.out.take()
                     self.end = rest
                     return None
-            if scanner.in_string and not scanner.escape:  # the chunk ends inside a string: as below
-                self._open_lane()
-        else:  # string text: so are the next chunks without a quote or backslash
-            self._open_lane()
         sink = self.sink
         if sink is not None:  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
+            if scanner.in_string and not scanner.escape and (to := self.lane_to) is not None:
+                # inside a string in streamed arguments: so are the next chunks without a quote or backslash
+                to._lane = ('"', "\\", sink, self.sink_index)
             sink.append(text)
             return [{"tool_calls": [{"index": self.sink_index, "function": {"arguments": text}}]}]
         if self.role is not _SKIP:
             self.value_parts.append(text)
         return []
-
-    def _open_lane(self) -> None:
-        """Inside a string in streamed arguments: the next chunks without a quote or backslash go by the lane."""
-        to = self.lane_to
-        if to is not None and self.sink is not None:
-            to._lane = ('"', "\\", self.sink, self.sink_index)
 
     def _fast_edge(self, text: str) -> list[Delta] | None:
         """Chunks where a member value has not begun, in one step: more of a key, a key's beginning after ``{`` or
