@@ -9,6 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from turnkit.parse import _markers
 from turnkit.parse._markers import MarkerScanner, MarkerSet
 
 MARKER_SETS = [
@@ -45,6 +46,35 @@ def test_scan_matches_the_brute_force_reading(markers: list[str], pieces: list[s
     scanner = MarkerScanner(MarkerSet(markers))
     released, marker, rest = scanner.scan(text)
     assert (released, marker, rest, scanner.held) == _reference(markers, text)
+
+
+SHARED = {tuple(markers): MarkerSet(markers) for markers in MARKER_SETS}
+"""One set per list for the whole session, as a format's sets are: the scans it remembers are checked too."""
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(MARKER_SETS), st.lists(st.lists(st.sampled_from(PIECES), max_size=4), max_size=6))
+def test_remembered_scans_match_the_brute_force_reading(markers: list[str], chunks: list[list[str]]) -> None:
+    """A set remembers the scans of short texts (``MarkerSet.scanned``): chunk after chunk, twice over, each scan
+    reads the held tail and the chunk as the brute force does."""
+    for _ in range(2):
+        scanner = MarkerScanner(SHARED[tuple(markers)])
+        for pieces in chunks:
+            text = "".join(pieces)
+            buffer = scanner.held + text
+            released, marker, rest = scanner.scan(text)
+            assert (released, marker, rest, scanner.held) == _reference(markers, buffer)
+
+
+def test_remembered_scans_stay_bounded() -> None:
+    markers = MarkerSet(["<tool_call>", "</tool_call>"])
+    scanner = MarkerScanner(markers)
+    long = "x" * (_markers._REMEMBERED_TEXT + 1)
+    assert scanner.scan(long) == (long, None, "")
+    assert markers.scanned == {}
+    for n in range(_markers._REMEMBERED + 100):
+        assert scanner.scan(f"{n} <tool_call>") == (f"{n} ", "<tool_call>", "")
+    assert len(markers.scanned) == _markers._REMEMBERED
 
 
 def test_held_tail_skips_first_characters_that_begin_no_marker() -> None:

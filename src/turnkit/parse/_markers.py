@@ -26,6 +26,7 @@ class MarkerSet:
         "plain_prefixes",
         "holds",
         "loud",
+        "scanned",
     )
 
     def __init__(self, markers: Iterable[str]) -> None:
@@ -49,8 +50,17 @@ class MarkerSet:
         # markers): then a held prefix extended into a longer prefix is held as a whole, nothing released.
         self.plain_prefixes = not any(m in p[1:] for p in self.prefixes for m in unique)
         self.holds = self.prefixes if self.plain_prefixes else frozenset()
+        self.scanned: dict[str, tuple[tuple[str, str | None, str], str]] = {}
+        """What :meth:`MarkerScanner.scan` found in a short text (its result and the tail it held), remembered: the
+        chunks of a stream are the model's tokens, and the same ones come again and again."""
         """The texts a scanner holds as a whole, found by one set lookup (no search): a marker's beginning, when
         ``plain_prefixes``; else none."""
+
+
+_REMEMBERED = 1024
+_REMEMBERED_TEXT = 16
+"""A marker set remembers the scans of at most this many texts, each at most this long (other texts are scanned
+anew each time)."""
 
 
 class MarkerScanner:
@@ -80,30 +90,42 @@ class MarkerScanner:
         """Scan ``text``; with ``final`` (end of input) nothing is held back."""
         buffer = self.held + text if self.held else text
         markers = self.markers
+        remember = not final and len(buffer) <= _REMEMBERED_TEXT
+        if remember:
+            known = markers.scanned.get(buffer)
+            if known is not None:
+                self.held = known[1]
+                return known[0]
+        held = ""
         found = markers.search(buffer)
         if found is not None:
             at = found.start()
             marker = found.group()
             if not final and marker in markers.prefixes_of_longer and buffer[at:] in markers.prefixes:
                 # A longer marker may still complete here: decide on the next chunk.
-                self.held = buffer[at:]
-                return buffer[:at], None, ""
-            self.held = ""
-            return buffer[:at], marker, buffer[at + len(marker) :]
-        if not final:
-            # The earliest position in the last ``longest - 1`` characters where the rest is a marker's beginning:
-            # only where a marker's first character is (a lookup each, no pattern of every prefix).
-            loud = markers.loud
-            at = len(buffer) - markers.longest + 1
-            found = loud(buffer, at if at > 0 else 0)
-            while found is not None:
-                at = found.start()
-                if buffer[at:] in markers.prefixes:
-                    self.held = buffer[at:]
-                    return buffer[:at], None, ""
-                found = loud(buffer, at + 1)
-        self.held = ""
-        return buffer, None, ""
+                held = buffer[at:]
+                result: tuple[str, str | None, str] = (buffer[:at], None, "")
+            else:
+                result = (buffer[:at], marker, buffer[at + len(marker) :])
+        else:
+            result = (buffer, None, "")
+            if not final:
+                # The earliest position in the last ``longest - 1`` characters where the rest is a marker's
+                # beginning: only where a marker's first character is (a lookup each, no pattern of every prefix).
+                loud = markers.loud
+                at = len(buffer) - markers.longest + 1
+                found = loud(buffer, at if at > 0 else 0)
+                while found is not None:
+                    at = found.start()
+                    if buffer[at:] in markers.prefixes:
+                        held = buffer[at:]
+                        result = (buffer[:at], None, "")
+                        break
+                    found = loud(buffer, at + 1)
+        self.held = held
+        if remember and len(markers.scanned) < _REMEMBERED:
+            markers.scanned[buffer] = (result, held)
+        return result
 
     def flush(self) -> str:
         """Hand back the held tail and hold nothing. At the end of input the caller scans it again with
