@@ -232,7 +232,7 @@ class XmlParamsBody(Body):
                     return None
                 key = self.text_buf.strip().strip('"')
                 declared = self.key_types[marker]
-                self.kind = declared or param_type(self.types, self.function, key)
+                self.kind = declared or (param_type(self.types, self.function, key) if self.types else "")
                 if declared == "json" and self.kind != "string":
                     self.kind = "json"
                 sep = ", " if self.count else ""
@@ -321,9 +321,11 @@ class XmlParamsBody(Body):
                 self._value_text(before)
                 return self.out.take()
             if marker == self.spec.param_close and rest.lstrip() in self.undecided:
-                self._value_text(before)
                 self.state = _CLOSING
                 self.closing = rest
+                if not before:  # (the close marker's end alone: nothing to emit)
+                    return []
+                self._value_text(before)
                 return self.out.take()
             scan.held = held
             return self.fed(text)
