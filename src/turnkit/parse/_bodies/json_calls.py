@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import re
+from typing import Any
 
 from turnkit._json import json_loads
 from turnkit.parse._bodies.base import MAX_NAME, REJECT, WS, Body, Fed, ToolTypes, after_fence, check_depth
@@ -84,26 +85,48 @@ class _Role(enum.Enum):
 
 _NAME, _ARGS, _ID, _CONTENT, _ENVELOPE, _SKIP = _Role
 
-_KEY_START = re.compile(r'[ \t\r\n,]*("[^"\\]*)\Z')
+_REMEMBERED = 4096
+_REMEMBERED_CHUNK = 16
+"""What a chunk does at an edge or inside the arguments is remembered by its text (the chunks of a stream are the
+model's tokens, and the same few, ``", "`` or ``": {"``, come again and again): for at most this many chunks per
+table, each at most this long (other chunks are read anew each time)."""
+
+
+class _Edge:
+    """A pattern matched at a chunk's start: its end and groups (``""`` for a group that did not take part; ``()``
+    when it does not match), remembered in :attr:`seen`, read there first."""
+
+    __slots__ = ("match", "seen")
+
+    def __init__(self, pattern: str) -> None:
+        self.match = re.compile(pattern).match
+        self.seen: dict[str, tuple[Any, ...]] = {}
+
+    def find(self, text: str) -> tuple[Any, ...]:
+        """The match of a chunk not in :attr:`seen` (remembered there while it has room)."""
+        found = self.match(text)
+        result = () if found is None else (found.end(), *found.groups(""))
+        if len(self.seen) < _REMEMBERED and len(text) <= _REMEMBERED_CHUNK:
+            self.seen[text] = result
+        return result
+
+
+_KEY_START = _Edge(r'[ \t\r\n,]*("[^"\\]*)\Z')
 """In an object before a member: a chunk that only begins the next key (its opening quote and plain text)."""
-_NEXT_KEY_START = re.compile(r'[ \t\r\n]*,[ \t\r\n,]*("[^"\\]*)\Z')
+_NEXT_KEY_START = _Edge(r'[ \t\r\n]*,[ \t\r\n,]*("[^"\\]*)\Z')
 """After a member's value: the same after the comma."""
-_OBJECT_KEY_START = re.compile(r'[ \t\r\n]*\{[ \t\r\n,]*("[^"\\]*)\Z')
+_OBJECT_KEY_START = _Edge(r'[ \t\r\n]*\{[ \t\r\n,]*("[^"\\]*)\Z')
 """Before the value: the same after the call object's ``{`` (leading whitespace is kept only while a fence may
 follow, which ``{`` rules out)."""
 _OBJECT_END = re.compile(r"[ \t\r\n]*\}")
 """After a call's streamed arguments: the call object's closing brace."""
-_COLON_MARK = re.compile(r"[ \t\r\n]*:[ \t\r\n]*")
+_COLON_MARK = _Edge(r"[ \t\r\n]*:[ \t\r\n]*")
 """After a member's key: the colon (a value may begin after it)."""
-_KEY_END = re.compile(r'([^"\\]*")[ \t\r\n]*(:[ \t\r\n]*)?\Z')
+_KEY_END = _Edge(r'([^"\\]*")[ \t\r\n]*(:[ \t\r\n]*)?\Z')
 """Inside a key: a chunk that ends it (plain text, the closing quote), perhaps with the colon, no value yet."""
 
 _QUOTES: dict[str, int] = {}
-"""Argument chunks by what their quotes do inside an object or array (see :func:`_quotes`), remembered: the chunks of
-a stream are the model's tokens, and the same few (``", "``, ``": "``) come again and again."""
-_MAX_QUOTES = 4096
-_MAX_QUOTES_CHUNK = 16
-"""At most this many chunks are remembered, each at most this long (a stream of other chunks reads each anew)."""
+"""Argument chunks by what their quotes do inside an object or array (see :func:`_quotes`), remembered."""
 
 
 def _quotes(text: str) -> int:
@@ -113,7 +136,7 @@ def _quotes(text: str) -> int:
         kind = 2
     else:
         kind = text.count('"') & 1
-    if len(_QUOTES) < _MAX_QUOTES and len(text) <= _MAX_QUOTES_CHUNK:
+    if len(_QUOTES) < _REMEMBERED and len(text) <= _REMEMBERED_CHUNK:
         _QUOTES[text] = kind
     return kind
 
@@ -467,31 +490,36 @@ class JsonCallsBody(Body):
                     self.key_raw += text
                     return []
             else:
-                end = _KEY_END.match(text)
-                if end is not None:
-                    self.key_raw += end.group(1)
+                end = _KEY_END.seen.get(text)
+                if end is None:
+                    end = _KEY_END.find(text)
+                if end:
+                    self.key_raw += end[1]
                     scanner.in_string = False
                     self._key_done()
-                    if end.group(2):
+                    if end[2]:
                         self.state = _VALUE
                         self.scanner = None
                     return []
         elif state is _OBJ or state is _AFTER or (state is _START and self.delegate is None):
-            start = (_KEY_START if state is _OBJ else _NEXT_KEY_START if state is _AFTER else _OBJECT_KEY_START).match(
-                text
-            )
-            if start is not None and len(start.group(1)) <= MAX_NAME:
+            edge = _KEY_START if state is _OBJ else _NEXT_KEY_START if state is _AFTER else _OBJECT_KEY_START
+            start = edge.seen.get(text)
+            if start is None:
+                start = edge.find(text)
+            if start and len(start[1]) <= MAX_NAME:
                 scanner = self.scanner = JsonValueScanner(max_depth=self.max_depth)
                 scanner.started = scanner.in_string = True
-                self.key_raw = start.group(1)
+                self.key_raw = start[1]
                 self.state = _KEY
                 return []
         elif state is _COLON and self.role is not _ENVELOPE:
-            colon = _COLON_MARK.match(text)
-            if colon is not None and colon.end() < len(text):  # the colon, then the value begins: read from there
+            colon = _COLON_MARK.seen.get(text)
+            if colon is None:
+                colon = _COLON_MARK.find(text)
+            if colon and colon[0] < len(text):  # the colon, then the value begins: read from there
                 self.state = _VALUE
                 self.scanner = None
-                pos = self._value(text, colon.end())
+                pos = self._value(text, colon[0])
                 assert not isinstance(pos, _End)  # (only an envelope's value ends the feed there)
                 rest = self.feed(text, pos) if pos < len(text) else None
                 if rest is None:
