@@ -27,6 +27,7 @@ __all__ = [
     "REASONING_FIELDS",
     "adopt",
     "alias_reasoning_fields",
+    "content_key",
     "frozen_json",
     "frozen_slot",
     "input_size",
@@ -201,7 +202,7 @@ def alias_reasoning_fields(chat: list[Any]) -> list[Any]:
 def tool_schemas(tools: Any, trusted: set[int] | None = None) -> list[Any] | None:
     """Plain JSON schemas for ``tools``: dicts are copied, Python functions and methods are converted (cached).
 
-    A list of JSON-schema dicts seen before (same content, by :func:`plain_key`) gets the private copy made the
+    A list of JSON-schema dicts seen before (same content, by :func:`content_key`) gets the private copy made the
     first time, so a server passing the same tools on every request pays for one pickle, not a walk and a copy.
     """
     if tools is None:
@@ -335,8 +336,69 @@ _TOOL_SETS_LOCK = threading.Lock()
 _TOOL_SET_MAX_KEY = 1 << 18
 
 
+class _TooBig(Exception):
+    pass
+
+
+class _BoundedWriter:
+    """The file a content-only pickler writes to: it keeps what it is given and stops the dump past ``cap`` bytes.
+
+    The C pickler hands its file each 64 KB frame as it completes, so a value whose expansion is huge (``x = [x,
+    x]`` forty times: the pickler writes a shared part once per place it appears) stops within a frame of the cap.
+    """
+
+    __slots__ = ("parts", "size", "cap")
+
+    def __init__(self, cap: int) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.cap = cap
+
+    def write(self, data: bytes) -> int:
+        self.size += len(data)
+        if self.size > self.cap:
+            raise _TooBig
+        self.parts.append(data)
+        return len(data)
+
+
+def content_key(value: Any, max_bytes: int) -> bytes | None:
+    """The content of ``value`` as bytes, or None when some of it is not exact built-in data (or expands past
+    ``max_bytes``): :func:`plain_key` without the back-references, so equal bytes mean the same types, values and
+    order once every shared part is written out where it appears (for values whose use copies them into a tree).
+
+    The pickler's memo is off (``fast``): for the bench's two tool schemas 1.95 against 2.51 CPU µs, bounded by the
+    writer instead.
+    """
+    idle = _IDLE.__dict__
+    pickler = idle.pop("content", None) or _ContentPickler(_BoundedWriter(max_bytes))
+    writer = pickler.writer
+    writer.cap = max_bytes
+    writer.size = 0
+    try:
+        pickler.dump(value)
+    except (_NotPlain, _TooBig, pickle.PicklingError, ValueError, TypeError, RecursionError):
+        return None  # (that pickler is dropped: a dump cut short may leave a frame behind)
+    parts = writer.parts
+    key = parts[0] if len(parts) == 1 else b"".join(parts)
+    parts.clear()
+    idle["content"] = pickler
+    return key
+
+
+class _ContentPickler(PlainPickler):
+    """A :class:`PlainPickler` with its memo off (``fast``), writing to a :class:`_BoundedWriter`."""
+
+    def __init__(self, writer: _BoundedWriter) -> None:
+        pickle.Pickler.__init__(self, writer, 5)
+        self.writer = writer
+        self.fast = True
+
+
 def _tool_set(tools: list[dict[Any, Any]]) -> tuple[list[Any], frozenset[int]] | None:
-    key = plain_key(tools, _TOOL_SET_MAX_KEY)
+    # the private copy is a tree (plain_data writes a shared part out where it appears), so the content alone
+    # decides it: sharing needs no key
+    key = content_key(tools, _TOOL_SET_MAX_KEY)
     if key is None:
         return None
     entry = _TOOL_SETS.get(key)

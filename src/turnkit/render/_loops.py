@@ -22,6 +22,13 @@ refuses every mutating method, and the fast paths call only ``get``/``items``/``
 reference keeps the dict alive, so no other object can take its identity. Only reads compiled into the loop's own
 Python function count (not inside a macro, call block, ``{% block %}``, a nested loop's filter or a recursive loop's
 body, which run as functions of their own).
+
+A body for dicts: a loop whose variable is read as a dict (``message['role']``, ``message.content``,
+``message.get(...)``) and never rebound in the body is compiled twice (:func:`dict_loop_target`), and each
+iteration picks its copy with one ``type(message) is dict``: in the dict copy every such read is the dict's own
+operation (the item, or the undefined value the sandbox gives for a missing key) without the exact-type test the
+generic copy makes per read. The messages a template loops over are plain dicts (render/_inputs.py adopts or
+rebuilds them), so the generic copy runs only for other values (strings, namespaces, lists).
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from jinja2.runtime import LoopContext
 
 from turnkit.render._budget import UPFRONT, current_budget, guard_iterable
 
-__all__ = ["LOOP_EXPRESSIONS", "loop_properties", "plain_loop", "plain_loop_body", "repeated_items"]
+__all__ = ["LOOP_EXPRESSIONS", "dict_loop_target", "loop_properties", "plain_loop", "plain_loop_body", "repeated_items"]
 
 # ``loop.<name>`` on a ``(index0, length, sequence)`` tuple held in ``{0}``: what the LoopContext property returns
 # for a list or tuple (``last`` is "no item after this one", ``revindex`` is ``length - index0``, ``depth`` of a
@@ -142,6 +149,31 @@ def repeated_items(node: nodes.For, skip: AbstractSet[str]) -> list[list[nodes.G
     for stmt in node.body:
         walk(stmt)
     return [found for found in reads.values() if len(found) > 1]
+
+
+def dict_loop_target(node: nodes.For, *, least: int = 2) -> str | None:
+    """The loop variable's name when the body is worth compiling a second time for an exact ``dict`` in it.
+
+    That copy of the body is chosen per iteration (``type(x) is dict``) and reads ``x['key']``, ``x.key`` and
+    ``x.get(...)`` straight off the dict, with no test per read. It needs the variable to hold the same object for
+    the whole iteration: the target is one name, the body never assigns that name (not even a nested loop's
+    target), and no macro, call block or ``{% block %}`` in it could run later with the variable rebound. Worth it
+    when the body reads the variable's items or methods at least ``least`` times.
+    """
+    target = node.target
+    if node.recursive or not isinstance(target, nodes.Name) or next(node.find_all(_FUNCTIONS), None) is not None:
+        return None
+    reads = 0
+    for stmt in node.body:
+        for name in stmt.find_all(nodes.Name):
+            if name.name == target.name and name.ctx != "load":
+                return None
+        for read in stmt.find_all((nodes.Getattr, nodes.Getitem)):
+            assert isinstance(read, nodes.Getattr | nodes.Getitem)
+            key = read.attr if isinstance(read, nodes.Getattr) else getattr(read.arg, "value", None)
+            owner = read.node
+            reads += isinstance(owner, nodes.Name) and owner.name == target.name and type(key) is str
+    return target.name if reads >= least else None
 
 
 _FUNCTIONS = (nodes.Macro, nodes.CallBlock, nodes.Block)

@@ -53,7 +53,7 @@ from turnkit.render._fragments import (
     wrap_loop,
 )
 from turnkit.render._inputs import frozen_json
-from turnkit.render._loops import LOOP_EXPRESSIONS, plain_loop_body, repeated_items
+from turnkit.render._loops import LOOP_EXPRESSIONS, dict_loop_target, plain_loop_body, repeated_items
 from turnkit.render._memo import FifoMemo
 from turnkit.render._spans import MARKS, TRACKER
 from turnkit.render._straight import CHECK_EVERY, OUT, straight_template
@@ -234,6 +234,12 @@ class _GuardedCodeGenerator(CodeGenerator):
         # reads of a loop variable's item answered from the last dict read (see _loops): node id -> the locals
         # holding that dict and its item
         self._kept_items: dict[int, tuple[str, str]] = {}
+        # loop bodies compiled twice, once for an exact dict in the loop variable (see _loops.dict_loop_target):
+        # the Python names known to hold an exact dict where code is being written, the next body to specialise
+        # (the loop's body and its variable's name), and how many generic copies enclose the code being written
+        self._exact: set[str] = set()
+        self._dict_body: tuple[list[nodes.Node], str] | None = None
+        self._generic = 0
         fragments = getattr(self.environment, "fragments", False)
         # the root as straight Python, appending to a list (see _straight), or jinja2's generator
         self._straight = not fragments and straight_template(node, _is_generation)
@@ -271,8 +277,45 @@ class _GuardedCodeGenerator(CodeGenerator):
         uses_loop = "loop" in find_undeclared(node.iter_child_nodes(only=("body",)), ("loop",))
         self._next_loop_plain = uses_loop and plain_loop_body(node)
         self._meter_loop = frame.buffer == OUT and not node.recursive
+        target = None if self._generic or fragment is not None else dict_loop_target(node)
+        self._dict_body = None if target is None else (node.body, target)
         super().visit_For(node, frame)
         del self._loops[depth:]
+
+    def blockvisit(self, nodes: Iterable[nodes.Node], frame: Frame) -> None:
+        pending = self._dict_body
+        if pending is None or nodes is not pending[0]:
+            super().blockvisit(nodes, frame)
+            return
+        # a loop body, twice: for an exact dict in the loop variable (its reads straight off the dict), and for
+        # anything else (every read tested, as everywhere); the copy is chosen once per iteration
+        self._dict_body = None
+        ref = frame.symbols.ref(pending[1])
+        self.writeline(f"if type({ref}) is dict:")
+        self.indent()
+        self._exact.add(ref)
+        first = self._last_identifier
+        super().blockvisit(nodes, frame)
+        self._exact.discard(ref)
+        self.outdent()
+        self.writeline("else:")
+        self.indent()
+        # the generic copy reuses the dict copy's temporaries (only one of the two runs, each assigns a temporary
+        # before reading it): every local of the function costs its frame a slot to clear on every call
+        last, self._last_identifier = self._last_identifier, first
+        self._generic += 1  # loops nested in the generic copy stay generic: the code grows linearly with depth
+        super().blockvisit(nodes, frame)
+        self._generic -= 1
+        self._last_identifier = max(last, self._last_identifier)
+        self.outdent()
+
+    def _exact_dict(self, node: nodes.Node, frame: Frame) -> str | None:
+        """The Python name of ``node`` when it is a variable known to hold an exact dict here, else None."""
+        if self._exact and isinstance(node, nodes.Name) and node.ctx == "load":
+            ref = frame.symbols.find_ref(node.name)
+            if ref in self._exact:
+                return ref
+        return None
 
     def write_commons(self) -> None:
         if not self._straight:
@@ -429,6 +472,19 @@ class _GuardedCodeGenerator(CodeGenerator):
         ``kept``: the locals holding the last dict this read found the key in and its item (see _loops): the same
         dict object again is answered with that item.
         """
+        exact = self._exact_dict(node, frame)
+        if exact is not None:
+            # the variable holds an exact dict for the whole iteration: the read is the dict's, untested
+            if kept is None:
+                self.write(f"({exact}[{key!r}] if {key!r} in {exact} else ")
+            else:
+                owner, value = kept
+                self.write(
+                    f"({value} if {exact} is {owner} else ({value} := {exact}[{key!r}]) if {key!r} in {exact} and "
+                    f"({owner} := {exact}) is {exact} else "
+                )
+            self.write(f"environment.undefined(obj={exact}, name={key!r}))")
+            return
         tmp, is_dict = self.temporary_identifier(), self.temporary_identifier()
         if kept is None:
             self.write(f"({tmp}[{key!r}] if ({is_dict} := type({tmp} := ")
@@ -495,12 +551,16 @@ class _GuardedCodeGenerator(CodeGenerator):
             super().visit_Call(node, frame, forward_caller=forward_caller)
             return
         assert isinstance(method, nodes.Getattr)
-        tmp = self.temporary_identifier()
+        exact = self._exact_dict(method.node, frame) if owner == "dict" else None
+        tmp = exact or self.temporary_identifier()
         self.write(f"({tmp}.{method.attr}(")
         for i, arg in enumerate((*node.args, *node.kwargs)):
             if i:
                 self.write(", ")
             self.visit(arg, frame)
+        if exact is not None:
+            self.write("))")
+            return
         self.write(f") if type({tmp} := ")
         self.visit(method.node, frame)
         self.write(f") is {owner} else ")
