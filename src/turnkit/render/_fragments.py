@@ -10,12 +10,18 @@ A loop qualifies (:func:`fragment_loops`, at compile time) when its body cannot 
 to the next or out of the loop: no ``{% break %}``/``{% continue %}`` of its own, no namespace writes, no macro
 definitions, no ``{% generation %}`` block, and ``loop`` used only through properties that are part of the key
 (``index``/``first``/``cycle`` key the position, ``last``, ``length``/``revindex``, ``previtem``, ``nextitem``
-key themselves; ``loop.changed`` and a bare ``loop`` disqualify). At run time the key is the pickled content of
-the loop variable, of those properties, and of every name the body reads, as it stands when the loop starts
-(names the body can only read, since a loop body's assignments stay in the body and namespaces are not written
-in it). A value that is not plain data (a macro, a joiner, a caller's object) makes the loop run as usual.
-Budget use is replayed on a hit (loop iterations and bytes), and a fragment that needed the input-size allowance
-of a limit, or failed, is not kept.
+key themselves; ``loop.changed`` and a bare ``loop`` disqualify); and when remembering it can pay and is exact:
+not a body that only prints (``{{ tool | tojson }}`` costs less than its key), not one that draws a random item
+or tests identity (``random``, ``sameas``: two renders of equal inputs may differ).
+
+At run time the key is a tuple of exact parts (:class:`LoopKeys`): the loop variable, those properties, and every
+name the body reads, as it stands when the loop starts (names the body can only read, since a loop body's
+assignments stay in the body and namespaces are not written in it). A value that is not plain data (a joiner, a
+caller's object, the clock) makes the loop run as usual. Budget use is replayed on a hit (loop iterations and
+bytes), and an iteration that needed the input-size allowance of a limit, or failed, is not kept.
+
+Only templates compiled to straight Python remember (see _straight): a missed iteration appends to the root's
+list like any other, and its slice of the list, joined, is kept; a remembered one appends its text.
 """
 
 from __future__ import annotations
