@@ -173,6 +173,10 @@ CHAT = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
         "{% for m in messages | reverse %}{% if m %}{{ loop.last }}{{ m.content }}{{ x }}{% endif %}{% endfor %}",
         # a name stored in the body but read before (the context's value, as the body reads it)
         "{% for m in messages %}{% if m.role == 'user' %}{% set x = 'set' %}{% endif %}{{ x }}{% endfor %}",
+        # a nested loop's variable shadows x inside that loop only; a set binds x from the next statement only
+        "{% for m in messages %}{% if m %}{% for x in [m.content] %}{{ x }}{% endfor %}{{ x }}{% endif %}{% endfor %}",
+        "{% for m in messages %}{% if m %}{% for c in [m] %}{% set y = x %}{% set x = c.content %}{{ x }}{{ y }}"
+        "{% endfor %}{% endif %}{% endfor %}",
     ],
 )
 def test_values_the_body_reads_are_part_of_the_key(source: str) -> None:
@@ -312,3 +316,17 @@ def test_the_output_limit_holds_for_remembered_iterations() -> None:
     for end in (1, 2, 1, 2, 3):
         assert _outcome(warm, chat[:end], {}) == _outcome(cold, chat[:end], {})
     assert _outcome(warm, chat[:2], {}) == ("error", "template_output")
+
+
+def test_names_the_body_binds_before_reading_them_are_not_keyed() -> None:
+    """A nested loop's variable, and a name ``set`` at the head of a nested loop's body, are not read when the loop
+    starts: jinja2 would then resolve them at every iteration (a dictionary lookup per name and iteration)."""
+    source = (
+        "{% for m in messages %}{% if m %}{% for c in m.content %}{% set d = c %}{{ d }}{% endfor %}{% endif %}"
+        "{% endfor %}"
+    )
+    code = sandbox_for(DEFAULT_LIMITS, fragments=True).compile(source, raw=True)
+    assert "fragment_scope(()," in code
+    assert "resolve('c')" not in code and "resolve('d')" not in code
+    warm = ChatTemplate(source, prefix_cache=True)
+    assert warm.render(CHAT) == warm.render(CHAT) == ChatTemplate(source).render(CHAT) == "abc"

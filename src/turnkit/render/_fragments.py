@@ -174,7 +174,9 @@ def wrap_loop(loop: nodes.For, memo: str, state: str, also_read: set[str]) -> No
         parts.append(nodes.Getattr(nodes.Name("loop", "load"), part, "load", lineno=loop.lineno))
         raw.append(part in _RAW_PARTS)
     read = {n.name for stmt in loop.body for n in stmt.find_all(nodes.Name) if n.ctx == "load"}
-    names = sorted((read | also_read) - {*targets, "loop"})
+    # a name the body always binds before reading it (a nested loop's variable, a ``set`` at the head of a nested
+    # loop's body) needs no key part, and reading it for the key would make jinja2 resolve it at every iteration
+    names = sorted((read - _bound_before_read(loop.body, frozenset(), set()) | also_read) - {*targets, "loop"})
     scope = nodes.Tuple([nodes.Name(name, "load", lineno=loop.lineno) for name in names], "load", lineno=loop.lineno)
     line = loop.lineno
     sequence = _source_variable(loop.iter)
@@ -192,6 +194,44 @@ def wrap_loop(loop: nodes.For, memo: str, state: str, also_read: set[str]) -> No
         nodes.Keyword("state", nodes.Const(state, lineno=line), lineno=line),
     ]
     loop.body = [nodes.ScopedEvalContextModifier(options, loop.body, lineno=line)]
+
+
+def _bound_before_read(body: list[nodes.Node], bound: frozenset[str], unbound: set[str]) -> set[str]:
+    """The names every read of which in ``body`` sees a binding made in it (conservative: a ``set`` counts from the
+    next statement of its own list, and only a plain ``set name = ...``; a nested loop binds its targets in its
+    body). ``unbound`` collects the names some read of which does not; ``bound`` holds the names bound so far."""
+    bound_here = set(bound)
+    seen: set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, nodes.Assign) and isinstance(stmt.target, nodes.Name):
+            _reads(stmt.node, frozenset(bound_here), unbound, seen)
+            bound_here.add(stmt.target.name)
+        elif isinstance(stmt, nodes.For) and not stmt.recursive and stmt.test is None:
+            _reads(stmt.iter, frozenset(bound_here), unbound, seen)
+            targets = {n.name for n in stmt.target.find_all(nodes.Name)} | (
+                {stmt.target.name} if isinstance(stmt.target, nodes.Name) else set()
+            )
+            seen |= _bound_before_read(stmt.body, frozenset(bound_here | targets | {"loop"}), unbound)
+            seen |= _bound_before_read(stmt.else_, frozenset(bound_here), unbound)
+        elif isinstance(stmt, nodes.If):  # each branch on its own: what it binds is not counted after the if
+            _reads(stmt.test, frozenset(bound_here), unbound, seen)
+            elifs: list[list[nodes.Node]] = [[elif_] for elif_ in stmt.elif_]
+            branches = [stmt.body, *elifs, stmt.else_]
+            for branch in branches:
+                seen |= _bound_before_read(branch, frozenset(bound_here), unbound)
+        else:
+            _reads(stmt, frozenset(bound_here), unbound, seen)
+    return seen - unbound
+
+
+def _reads(node: nodes.Node, bound: frozenset[str], unbound: set[str], seen: set[str]) -> None:
+    for name in [node, *node.find_all(nodes.Name)]:  # (find_all yields the node's descendants only)
+        if not isinstance(name, nodes.Name):
+            continue
+        if name.ctx == "load":
+            seen.add(name.name)
+            if name.name not in bound:
+                unbound.add(name.name)
 
 
 def _source_variable(iterable: nodes.Node) -> nodes.Expr:
