@@ -117,16 +117,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--template", help="a chat template file (default: turnkit's bundled ChatML/Hermes one)")
     parser.add_argument("--phases", action="store_true", help="print where a cold render's time goes, and stop")
-    parser.add_argument("--instructions", action="store_true", help="count instructions per cold render (valgrind)")
-    parser.add_argument("--runs", type=int, default=500, help="cold renders counted by --instructions")
+    parser.add_argument("--instructions", action="store_true", help="count instructions per render (valgrind)")
+    parser.add_argument("--runs", type=int, default=500, help="renders counted per case by --instructions")
     parser.add_argument("--worker", choices=["json", "python"], help=argparse.SUPPRESS)
+    parser.add_argument("--case", choices=["cold", "grown", "prefix"], default="cold", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.template:
         template = Path(args.template).read_text(encoding="utf-8")
     else:
         template = files("turnkit").joinpath("data", "chatml-tools.jinja").read_text(encoding="utf-8")
     if args.worker:
-        return instructions_worker(template, args.worker, args.runs)
+        return instructions_worker(template, args.worker, args.case, args.runs)
     if args.instructions:
         return instructions(args.template, args.runs)
     if args.phases:
@@ -248,31 +249,45 @@ def phases(template: str) -> int:
     return 0
 
 
-def instructions_worker(template: str, kind: str, runs: int) -> int:
-    """``runs`` cold renders after a warm-up (compiling, the tool-set cache, the interpreter's specialisation)."""
+def instructions_worker(template: str, kind: str, case: str, runs: int) -> int:
+    """``runs`` renders of one case after a warm-up (compiling, the tool-set cache, the interpreter's
+    specialisation): *cold* renders, or *grown* ones (each a conversation never rendered before, the bench's one
+    plus a new user message) by a default ``ChatTemplate`` or (case *prefix*) a ``prefix_cache=True`` one."""
     tools: list[Any] = [get_schema(tool) for tool in PYTHON_TOOLS] if kind == "json" else list(PYTHON_TOOLS)
-    cold = ChatTemplate(template, special_tokens=SPECIAL_TOKENS)
-    cold._memos["default"] = None
-    for _ in range(20):
-        cold.render(CONVERSATION, tools=tools, add_generation_prompt=True)
-    for _ in range(runs):
-        cold.render(CONVERSATION, tools=tools, add_generation_prompt=True)
+    template_object = ChatTemplate(template, special_tokens=SPECIAL_TOKENS, prefix_cache=case == "prefix")
+    if case == "cold":
+        template_object._memos["default"] = None
+        chats = [CONVERSATION] * (20 + runs)
+    else:
+        chats = [
+            [*CONVERSATION, {"role": "user", "content": f"And in {CITIES[n % 4]} #{n}?"}] for n in range(20 + runs)
+        ]
+    for chat in chats[:20]:
+        template_object.render(chat, tools=tools, add_generation_prompt=True)
+    for chat in chats[20:]:
+        template_object.render(chat, tools=tools, add_generation_prompt=True)
     print(runs)
     return 0
 
 
 def instructions(template: str | None, runs: int) -> int:
-    """Instructions per cold render, JSON-schema and Python-function tools (valgrind's callgrind)."""
+    """Instructions per render, JSON-schema and Python-function tools (valgrind's callgrind): a cold render, and
+    a grown one by a default ``ChatTemplate`` and by ``ChatTemplate(prefix_cache=True)``."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _callgrind import count
 
     where = ["--template", template] if template else []
     seed = {"PYTHONHASHSEED": "0"}  # the same dict and set layouts in every run
     for kind in ("json", "python"):
-        base, _ = count([sys.executable, __file__, *where, "--worker", kind, "--runs", "0"], env=seed)
-        total, _ = count([sys.executable, __file__, *where, "--worker", kind, "--runs", str(runs)], env=seed)
-        print(f"{kind:>6} tools: {(total - base) / runs:>10,.0f} instructions per cold render")
+        for case in ("cold", "grown", "prefix"):
+            worker = [sys.executable, __file__, *where, "--worker", kind, "--case", case]
+            base, _ = count([*worker, "--runs", "0"], env=seed)
+            total, _ = count([*worker, "--runs", str(runs)], env=seed)
+            print(f"{kind:>6} tools, {CASES[case]:<26}{(total - base) / runs:>10,.0f} instructions per render")
     return 0
+
+
+CASES = {"cold": "cold:", "grown": "grown, default:", "prefix": "grown, prefix_cache=True:"}
 
 
 def get_schema(func: Callable[..., Any]) -> dict[str, Any]:

@@ -174,3 +174,21 @@ def test_threads_share_one_memo() -> None:
         thread.join()
     assert failures == []
     assert 0 < len(_memo(template).entries) <= 256
+
+
+def test_the_fifo_memo_evicts_oldest_first_within_both_bounds() -> None:
+    from turnkit.render._memo import FifoMemo
+
+    memo: FifoMemo[str] = FifoMemo(max_entries=3, max_bytes=100, max_text=50)
+    for n in range(5):
+        memo.put(("key", n), f"text {n}", f"text {n}", key_size=10)  # a tuple key: its size is given
+    assert list(memo.entries) == [("key", 2), ("key", 3), ("key", 4)]  # 3 entries at most, the oldest out
+    memo.put(b"b" * 40, "x" * 40, "x" * 40)  # a bytes key sizes itself: 80 bytes, so only one other fits
+    assert list(memo.entries) == [("key", 4), b"b" * 40]
+    memo.put(("key", 4), "again", "again", key_size=10)  # a key already kept keeps its place and value
+    assert memo.get(("key", 4)) == "text 4"
+    memo.put("too long", "y" * 51, "y" * 51, key_size=1)  # a text past max_text is not kept
+    assert "too long" not in memo.entries
+    for n in range(10_000):  # evicting stays cheap and consistent (the order is a deque, not the dict's front)
+        memo.put(n, "", "", key_size=1)
+    assert list(memo.entries) == [9_997, 9_998, 9_999]

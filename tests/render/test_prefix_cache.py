@@ -118,9 +118,21 @@ def test_random_grown_conversations_render_as_cold_ones(name: str) -> None:
 @pytest.mark.parametrize(
     ("source", "qualifies"),
     [
-        ("{% for m in messages %}{{ m.content }}{% endfor %}", True),
-        ("{% for m in messages %}{{ loop.index }}{{ loop.last }}{{ loop.nextitem }}{% endfor %}", True),
-        ("{% if x %}{% for m in messages %}{{ m.role }}{% endfor %}{% endif %}", True),
+        ("{% for m in messages %}{% if m %}{{ m.content }}{% endif %}{% endfor %}", True),
+        ("{% for m in messages %}{{ f(m) }}{% endfor %}", True),
+        # a body that only prints, without calls, costs less to run than to key
+        ("{% for m in messages %}{{ m.content }}{% endfor %}", False),
+        ("{% for t in tools %}{{ (t | tojson) + '\\n' }}{% endfor %}", False),
+        (
+            "{% for m in messages %}{% if m %}{{ loop.index }}{{ loop.last }}{{ loop.nextitem }}{% endif %}"
+            "{% endfor %}",
+            True,
+        ),
+        ("{% if x %}{% for m in messages %}{% if m %}{{ m.role }}{% endif %}{% endfor %}{% endif %}", True),
+        # a random item or an identity test: two renders of equal inputs may differ
+        ("{% for m in messages %}{% if m %}{{ m.content | random }}{% endif %}{% endfor %}", False),
+        ("{% for m in messages %}{% if m is sameas x %}.{% endif %}{% endfor %}", False),
+        ("{% macro f(m) %}{{ [1, 2] | random }}{% endmacro %}{% for m in messages %}{{ f(m) }}{% endfor %}", False),
         ("{% for m in messages %}{% for c in m.content %}{% break %}{% endfor %}{% endfor %}", True),
         ("{% for m in messages %}{% if m.role %}{% break %}{% endif %}{% endfor %}", False),
         ("{% for m in messages %}{% continue %}{% endfor %}", False),
@@ -149,9 +161,22 @@ CHAT = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
         # a joiner and a macro are read by the body; the joiner cannot be keyed, so nothing is remembered
         "{% set j = joiner('|') %}{% for m in messages %}{{ j() }}{{ m.content }}{% endfor %}",
         "{% macro f(m) %}<{{ m.content }}>{% endmacro %}{% for m in messages %}{{ f(m) }}{% endfor %}",
-        "{% set ns = namespace(sys='S') %}{% for m in messages %}{{ ns.sys }}{{ m.content }}{{ x }}{% endfor %}",
-        "{% for m in messages %}{{ loop.previtem.content if loop.previtem is defined }}{{ loop.revindex }}{% endfor %}",
+        "{% set ns = namespace(sys='S') %}{% for m in messages %}{% if m %}{{ ns.sys }}{{ m.content }}{{ x }}"
+        "{% endif %}{% endfor %}",
+        "{% for m in messages %}{% if m %}{{ loop.previtem.content if loop.previtem is defined }}{{ loop.revindex }}"
+        "{% endif %}{% endfor %}",
         "{% for m in messages %}{% set x = m.content %}{{ x }}{{ y }}{% endfor %}{% set y = 1 %}",
+        # the loop's own sequence read again (keyed per position) and a slice of it (keyed per value)
+        "{% for m in messages %}{% if m %}{{ loop.index0 }}{{ loop.length }}{{ loop.previtem }}{{ x }}{% endif %}"
+        "{% endfor %}",
+        "{% for m in messages[1:] %}{% if m %}{{ loop.first }}{{ loop.nextitem }}{{ x }}{% endif %}{% endfor %}",
+        "{% for m in messages | reverse %}{% if m %}{{ loop.last }}{{ m.content }}{{ x }}{% endif %}{% endfor %}",
+        # a name stored in the body but read before (the context's value, as the body reads it)
+        "{% for m in messages %}{% if m.role == 'user' %}{% set x = 'set' %}{% endif %}{{ x }}{% endfor %}",
+        # a nested loop's variable shadows x inside that loop only; a set binds x from the next statement only
+        "{% for m in messages %}{% if m %}{% for x in [m.content] %}{{ x }}{% endfor %}{{ x }}{% endif %}{% endfor %}",
+        "{% for m in messages %}{% if m %}{% for c in [m] %}{% set y = x %}{% set x = c.content %}{{ x }}{{ y }}"
+        "{% endfor %}{% endif %}{% endfor %}",
     ],
 )
 def test_values_the_body_reads_are_part_of_the_key(source: str) -> None:
@@ -161,6 +186,8 @@ def test_values_the_body_reads_are_part_of_the_key(source: str) -> None:
             expected = ChatTemplate(source).render(CHAT[:end], x=x)
             assert warm.render(CHAT[:end], x=x) == expected
             warm._memos.clear()
+    if "joiner" not in source:
+        assert sum(len(memo.entries) for memo in _fragment_memos(warm)) > 0  # the cache was used
 
 
 def test_a_remembered_iteration_counts_its_loops() -> None:
@@ -214,4 +241,92 @@ def test_how_many_corpus_templates_have_a_remembered_loop() -> None:
         ]
         for i, found in enumerate((loops, over_messages, clean)):
             counts[i] += bool(found)
-    assert counts == [124, 121, 104]
+    assert counts == [118, 117, 100]
+
+
+VARIANTS: list[Any] = [1, 1.0, True, 0.0, -0.0, "1", [1], (1,), {"a": 1, "b": 2}, {"b": 2, "a": 1}, [1.0], False]
+
+
+@pytest.mark.parametrize("where", ["message", "variable"])
+def test_equal_values_of_other_types_or_order_are_other_keys(where: str) -> None:
+    # 1 == 1.0 == True, 0.0 == -0.0, a dict equal to one in another order, a list equal to none of them: each
+    # prints differently, so a key that compared them with == would replay the wrong text
+    source = (
+        "{% for m in messages %}{% if m %}{{ m.content }}|{{ m.content | tojson }}|{{ x }}|{{ x | tojson }};"
+        "{% endif %}{% endfor %}"
+    )
+    warm = ChatTemplate(source, prefix_cache=True)
+    cold = ChatTemplate(source)
+    for value in [*VARIANTS, *VARIANTS[::-1]]:
+        chat = [{"role": "user", "content": value if where == "message" else "c"}, {"role": "user", "content": "d"}]
+        x = value if where == "variable" else 0
+        assert warm.render(chat, x=x) == cold.render(chat, x=x), value
+        warm._memos.clear()
+    assert sum(len(memo.entries) for memo in _fragment_memos(warm)) > 0
+
+
+def test_per_position_keys_are_the_keys_an_iteration_builds() -> None:
+    """A plain loop over the sequence its keys were built from takes ``keys[index0]``: the very tuple the generic
+    path builds from the iteration's values (see LoopKeys)."""
+    from jinja2.runtime import Undefined
+
+    from turnkit.render._fragments import LoopKeys, key_pickler
+    from turnkit.render._inputs import plain_messages
+
+    trusted: set[int] = set()
+    messages = plain_messages([{"role": "user", "content": str(n)} for n in range(4)], trusted)
+    layout = ("index0", "last", "length", "previtem", "nextitem")
+    for sequence in (messages, ["a", 1, 2.0, None], ("only",)):
+        keys = LoopKeys(("scope value", 3), key_pickler({}), trusted, sequence, layout)
+        length = len(sequence)
+        for i, item in enumerate(sequence):
+            previous = sequence[i - 1] if i else Undefined()
+            following = sequence[i + 1] if i + 1 < length else Undefined()
+            parts = (keys.piece(item), i, i == length - 1, length, keys.piece(previous), keys.piece(following))
+            assert keys.keys[i] == (keys.scope, *parts)
+            assert [type(a) for a in keys.keys[i]] == [type(b) for b in (keys.scope, *parts)]
+
+
+def test_a_body_reading_the_clock_is_run_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    ticks = iter(range(10, 60))
+
+    class MovingClock(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> MovingClock:
+            return cls(2026, 11, 25, 12, 0, next(ticks), tzinfo=tz)
+
+    monkeypatch.setattr(_sandbox, "datetime", MovingClock)
+    warm = ChatTemplate(
+        "{% for m in messages %}{% if m %}{{ strftime_now('%S') }}{{ m.content }}{% endif %}{% endfor %}",
+        prefix_cache=True,
+    )
+    assert warm.render(CHAT) == "10a11b12c"
+    assert warm.render(CHAT) == "13a14b15c"
+    assert sum(len(memo.entries) for memo in _fragment_memos(warm)) == 0
+
+
+def test_the_output_limit_holds_for_remembered_iterations() -> None:
+    source = "{% for m in messages %}{% if m %}{{ m.content * 10 }}{% endif %}{% endfor %}"
+    limits = Limits(max_output_chars=1000)
+    chat = [{"role": "user", "content": "x" * 100} for _ in range(4)]
+    # 1,000 characters per message, each message allowing 200 more (twice the input): the second one fails
+    _grown_renders_match(source, [(chat, {})])
+    warm = ChatTemplate(source, limits=limits, prefix_cache=True)
+    cold = ChatTemplate(source, limits=limits)
+    for end in (1, 2, 1, 2, 3):
+        assert _outcome(warm, chat[:end], {}) == _outcome(cold, chat[:end], {})
+    assert _outcome(warm, chat[:2], {}) == ("error", "template_output")
+
+
+def test_names_the_body_binds_before_reading_them_are_not_keyed() -> None:
+    """A nested loop's variable, and a name ``set`` at the head of a nested loop's body, are not read when the loop
+    starts: jinja2 would then resolve them at every iteration (a dictionary lookup per name and iteration)."""
+    source = (
+        "{% for m in messages %}{% if m %}{% for c in m.content %}{% set d = c %}{{ d }}{% endfor %}{% endif %}"
+        "{% endfor %}"
+    )
+    code = sandbox_for(DEFAULT_LIMITS, fragments=True).compile(source, raw=True)
+    assert "fragment_scope(()," in code
+    assert "resolve('c')" not in code and "resolve('d')" not in code
+    warm = ChatTemplate(source, prefix_cache=True)
+    assert warm.render(CHAT) == warm.render(CHAT) == ChatTemplate(source).render(CHAT) == "abc"

@@ -10,31 +10,40 @@ A loop qualifies (:func:`fragment_loops`, at compile time) when its body cannot 
 to the next or out of the loop: no ``{% break %}``/``{% continue %}`` of its own, no namespace writes, no macro
 definitions, no ``{% generation %}`` block, and ``loop`` used only through properties that are part of the key
 (``index``/``first``/``cycle`` key the position, ``last``, ``length``/``revindex``, ``previtem``, ``nextitem``
-key themselves; ``loop.changed`` and a bare ``loop`` disqualify). At run time the key is the pickled content of
-the loop variable, of those properties, and of every name the body reads, as it stands when the loop starts
-(names the body can only read, since a loop body's assignments stay in the body and namespaces are not written
-in it). A value that is not plain data (a macro, a joiner, a caller's object) makes the loop run as usual.
-Budget use is replayed on a hit (loop iterations and bytes), and a fragment that needed the input-size allowance
-of a limit, or failed, is not kept.
+key themselves; ``loop.changed`` and a bare ``loop`` disqualify); and when remembering it can pay and is exact:
+not a body that only prints (``{{ tool | tojson }}`` costs less than its key), not one that draws a random item
+or tests identity (``random``, ``sameas``: two renders of equal inputs may differ).
+
+At run time the key is a tuple of exact parts (:class:`LoopKeys`): the loop variable, those properties, and every
+name the body reads, as it stands when the loop starts (names the body can only read, since a loop body's
+assignments stay in the body and namespaces are not written in it). A value that is not plain data (a joiner, a
+caller's object, the clock) makes the loop run as usual. Budget use is replayed on a hit (loop iterations and
+bytes), and an iteration that needed the input-size allowance of a limit, or failed, is not kept.
+
+Only templates compiled to straight Python remember (see _straight): a missed iteration appends to the root's
+list like any other, and its slice of the list, joined, is kept; a remembered one appends its text.
 """
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import jinja2.nodes as nodes
 from jinja2.runtime import Macro, Undefined
 from jinja2.utils import Namespace
 
-from turnkit.render._inputs import PlainPickler, plain_key
+from turnkit.render._budget import UPFRONT
+from turnkit.render._inputs import PlainPickler, frozen_json, plain_key
 from turnkit.render._loops import loop_properties
 from turnkit.render._memo import FifoMemo
 
 __all__ = [
+    "UNKEYABLE",
     "Fragment",
     "FragmentEntry",
     "LoopKeys",
@@ -42,6 +51,7 @@ __all__ = [
     "fragment_loops",
     "fragment_memo",
     "key_pickler",
+    "key_size",
     "macro_names",
     "wrap_loop",
 ]
@@ -62,7 +72,14 @@ _LOOP_PARTS: dict[str, tuple[str, ...]] = {
     "depth0": (),
 }
 _PART_ORDER = ("index0", "last", "length", "previtem", "nextitem")
+# parts that are always an ``int`` (``index0``, ``length``) or a ``bool`` (``last``): keyed as they are, since a
+# part's position in the key fixes its type
+_RAW_PARTS = frozenset({"index0", "last", "length"})
 _GENERATION = "_generation_support"
+# what gives two renders of equal inputs different texts (a random item, an identity test, the clock, random text)
+_IMPURE_FILTERS = frozenset({"random"})
+_IMPURE_TESTS = frozenset({"sameas"})
+_IMPURE_GLOBALS = frozenset({"strftime_now", "lipsum"})
 
 
 _MARK = "turnkit_fragment"
@@ -70,12 +87,17 @@ _MARK = "turnkit_fragment"
 
 @dataclass(frozen=True)
 class Fragment:
-    """A loop body whose output is remembered per key: ``scope`` (the names it reads), ``parts`` (the loop
-    variable and properties), the original ``body``; ``memo`` and ``state`` name the generated module's memo
-    and the local holding the loop's scope key."""
+    """A loop body whose output is remembered per key: ``scope`` (the names it reads), ``sequence`` (the loop's
+    iterable when it is a variable, else the constant None: see :class:`LoopKeys`), ``parts`` (the loop
+    variable and properties; ``raw[i]``: part ``i`` is an ``int`` or ``bool`` property, keyed as it is), the
+    original ``body``; ``memo`` and ``state`` name the generated module's memo and the local holding the loop's
+    :class:`LoopKeys`."""
 
     scope: nodes.Tuple
+    sequence: nodes.Expr
     parts: nodes.Tuple
+    raw: tuple[bool, ...]
+    layout: tuple[str, ...] | None
     body: list[nodes.Node]
     memo: str
     state: str
@@ -88,22 +110,28 @@ def as_fragment(node: nodes.Node) -> Fragment | None:
     ``{% autoescape %}``, which the symbol analysis walks generically) whose first option is a marker no
     template can write.
     """
-    if not isinstance(node, nodes.ScopedEvalContextModifier) or len(node.options) != 5:
+    if not isinstance(node, nodes.ScopedEvalContextModifier) or len(node.options) != 8:
         return None
-    mark, scope, parts, memo, state = node.options
+    mark, scope, sequence, parts, raw, layout, memo, state = node.options
     if mark.key != _MARK:
         return None
     assert isinstance(scope.value, nodes.Tuple) and isinstance(parts.value, nodes.Tuple)
+    assert isinstance(raw.value, nodes.Const) and isinstance(layout.value, nodes.Const)
     assert isinstance(memo.value, nodes.Const) and isinstance(state.value, nodes.Const)
-    return Fragment(scope.value, parts.value, node.body, memo.value.value, state.value.value)
+    constants = raw.value.value, layout.value.value, node.body, memo.value.value, state.value.value
+    return Fragment(scope.value, sequence.value, parts.value, *constants)
 
 
 def fragment_loops(template: nodes.Template) -> list[nodes.For]:
     """The ``for`` loops at the template's top level (outside macros, blocks and other loops) that qualify."""
     found: list[nodes.For] = []
     for macro in template.find_all(nodes.Macro):
-        # a macro called in a loop could carry state from one iteration to the next, or track spans
-        if macro.find(nodes.NSRef) is not None or any(map(_is_generation, macro.find_all(nodes.CallBlock))):
+        # a macro called in a loop could carry state from one iteration to the next, track spans, or be impure
+        if (
+            macro.find(nodes.NSRef) is not None
+            or any(map(_is_generation, macro.find_all(nodes.CallBlock)))
+            or _impure(macro)
+        ):
             return found
 
     def walk(node: nodes.Node) -> None:
@@ -139,26 +167,90 @@ def wrap_loop(loop: nodes.For, memo: str, state: str, also_read: set[str]) -> No
     used = _loop_properties(loop.body)
     assert used is not None
     parts: list[nodes.Expr] = [nodes.Name(name, "load", lineno=loop.lineno) for name in targets]
+    raw = [False] * len(parts)
     needed = {part for prop in used for part in _LOOP_PARTS[prop]}
-    for part in _PART_ORDER:
-        if part in needed:
-            parts.append(nodes.Getattr(nodes.Name("loop", "load"), part, "load", lineno=loop.lineno))
+    layout = tuple(part for part in _PART_ORDER if part in needed)
+    for part in layout:
+        parts.append(nodes.Getattr(nodes.Name("loop", "load"), part, "load", lineno=loop.lineno))
+        raw.append(part in _RAW_PARTS)
     read = {n.name for stmt in loop.body for n in stmt.find_all(nodes.Name) if n.ctx == "load"}
-    names = sorted((read | also_read) - {*targets, "loop"})
+    # a name the body always binds before reading it (a nested loop's variable, a ``set`` at the head of a nested
+    # loop's body) needs no key part, and reading it for the key would make jinja2 resolve it at every iteration
+    names = sorted((read - _bound_before_read(loop.body, frozenset(), set()) | also_read) - {*targets, "loop"})
     scope = nodes.Tuple([nodes.Name(name, "load", lineno=loop.lineno) for name in names], "load", lineno=loop.lineno)
     line = loop.lineno
+    sequence = _source_variable(loop.iter)
     options = [
         nodes.Keyword(_MARK, nodes.Const(True, lineno=line), lineno=line),
         nodes.Keyword("scope", scope, lineno=line),
+        nodes.Keyword("sequence", sequence, lineno=line),
         nodes.Keyword("parts", nodes.Tuple(parts, "load", lineno=line), lineno=line),
+        nodes.Keyword("raw", nodes.Const(tuple(raw), lineno=line), lineno=line),
+        # the key's loop parts, when a key can be built per position (one loop variable, reading ``loop``)
+        nodes.Keyword(
+            "layout", nodes.Const(layout if layout and len(targets) == 1 else None, lineno=line), lineno=line
+        ),
         nodes.Keyword("memo", nodes.Const(memo, lineno=line), lineno=line),
         nodes.Keyword("state", nodes.Const(state, lineno=line), lineno=line),
     ]
     loop.body = [nodes.ScopedEvalContextModifier(options, loop.body, lineno=line)]
 
 
+def _bound_before_read(body: list[nodes.Node], bound: frozenset[str], unbound: set[str]) -> set[str]:
+    """The names every read of which in ``body`` sees a binding made in it (conservative: a ``set`` counts from the
+    next statement of its own list, and only a plain ``set name = ...``; a nested loop binds its targets in its
+    body). ``unbound`` collects the names some read of which does not; ``bound`` holds the names bound so far."""
+    bound_here = set(bound)
+    seen: set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, nodes.Assign) and isinstance(stmt.target, nodes.Name):
+            _reads(stmt.node, frozenset(bound_here), unbound, seen)
+            bound_here.add(stmt.target.name)
+        elif isinstance(stmt, nodes.For) and not stmt.recursive and stmt.test is None:
+            _reads(stmt.iter, frozenset(bound_here), unbound, seen)
+            targets = {n.name for n in stmt.target.find_all(nodes.Name)} | (
+                {stmt.target.name} if isinstance(stmt.target, nodes.Name) else set()
+            )
+            seen |= _bound_before_read(stmt.body, frozenset(bound_here | targets | {"loop"}), unbound)
+            seen |= _bound_before_read(stmt.else_, frozenset(bound_here), unbound)
+        elif isinstance(stmt, nodes.If):  # each branch on its own: what it binds is not counted after the if
+            _reads(stmt.test, frozenset(bound_here), unbound, seen)
+            elifs: list[list[nodes.Node]] = [[elif_] for elif_ in stmt.elif_]
+            branches = [stmt.body, *elifs, stmt.else_]
+            for branch in branches:
+                seen |= _bound_before_read(branch, frozenset(bound_here), unbound)
+        else:
+            _reads(stmt, frozenset(bound_here), unbound, seen)
+    return seen - unbound
+
+
+def _reads(node: nodes.Node, bound: frozenset[str], unbound: set[str], seen: set[str]) -> None:
+    for name in [node, *node.find_all(nodes.Name)]:  # (find_all yields the node's descendants only)
+        if not isinstance(name, nodes.Name):
+            continue
+        if name.ctx == "load":
+            seen.add(name.name)
+            if name.name not in bound:
+                unbound.add(name.name)
+
+
+def _source_variable(iterable: nodes.Node) -> nodes.Expr:
+    """The variable the loop's items come from (``messages`` of ``messages[1:]``, of ``messages | reverse``, of the
+    loop guard's filter), read again at no cost, or the constant None (a slice or a filter would run twice).
+
+    Any variable is exact: the parts taken from its items are exact for those items, whichever the loop meets.
+    """
+    while isinstance(iterable, nodes.Filter | nodes.Getitem) and iterable.node is not None:
+        iterable = iterable.node
+    if isinstance(iterable, nodes.Name):
+        return nodes.Name(iterable.name, "load", lineno=iterable.lineno)
+    return nodes.Const(None, lineno=iterable.lineno)
+
+
 def _qualifies(loop: nodes.For) -> bool:
-    if loop.recursive or not isinstance(loop.target, nodes.Name | nodes.Tuple):
+    if loop.recursive or not isinstance(loop.target, nodes.Name | nodes.Tuple) or _prints_only(loop.body):
+        return False
+    if any(_impure(stmt) for stmt in loop.body):
         return False
     for stmt in loop.body:
         if isinstance(stmt, nodes.Macro) or stmt.find(nodes.NSRef) is not None or stmt.find(nodes.Macro) is not None:
@@ -169,6 +261,20 @@ def _qualifies(loop: nodes.For) -> bool:
     if _own_loop_controls(loop.body):
         return False
     return _loop_properties(loop.body) is not None
+
+
+def _prints_only(body: list[nodes.Node]) -> bool:
+    """Whether the body only prints expressions without calls (``{{ tool | tojson }}``): that costs less than
+    keying it."""
+    return all(isinstance(stmt, nodes.Output) and stmt.find(nodes.Call) is None for stmt in body)
+
+
+def _impure(node: nodes.Node) -> bool:
+    """Whether ``node`` draws a random item or tests identity: its text may differ between two renders of equal
+    inputs. (The clock and ``lipsum`` are globals, which the key refuses: see :func:`key_pickler`.)"""
+    return any(f.name in _IMPURE_FILTERS for f in node.find_all(nodes.Filter)) or any(
+        t.name in _IMPURE_TESTS for t in node.find_all(nodes.Test)
+    )
 
 
 def _is_generation(block: nodes.CallBlock) -> bool:
@@ -238,53 +344,115 @@ class _KeyPickler(PlainPickler):
 
 
 def key_pickler(globals_by_id: dict[int, tuple[str, Any]]) -> type[_KeyPickler]:
-    """The key pickler for a sandbox whose globals are ``globals_by_id`` (id -> (name, value))."""
-    return type("KeyPickler", (_KeyPickler,), {"globals_by_id": globals_by_id})
+    """The key pickler for a sandbox whose globals are ``globals_by_id`` (id -> (name, value)); the clock and
+    ``lipsum`` are left out (unkeyable: a loop whose body reads them runs every time)."""
+    pure = {key: entry for key, entry in globals_by_id.items() if entry[0] not in _IMPURE_GLOBALS}
+    return type("KeyPickler", (_KeyPickler,), {"globals_by_id": pure})
 
 
 _MAX_KEY = 1 << 20
-_SCALARS = frozenset({int, bool, float, str, type(None)})
-
-
-def _pickle(value: Any, pickler: type[_KeyPickler]) -> bytes | None:
-    return plain_key(value, _MAX_KEY, pickler)
+_SCALARS = frozenset({int, bool, float, type(None)})
+UNKEYABLE: Any = object()
+"""The key part of a value that cannot be keyed: a key holding it is never kept, so it never matches."""
+_UNDEFINED: Any = object()
+"""The key part of every undefined value (it prints as nothing; only error messages, never kept, name it)."""
 
 
 class LoopKeys:
-    """One run of a remembered loop: the key part of the names its body reads (None: some value cannot be
-    keyed, nothing is remembered), and the pickles of the values met so far (id -> (value, pickle); the entry
-    keeps the value alive, so its id stays its own), so each message is pickled once per render.
+    """One run of a remembered loop: ``scope``, the key part of the names its body reads (read once, when the
+    loop starts), and :meth:`piece`, the key part of one value, remembered per value for the run (``pieces``:
+    id -> (value, part); the entry keeps the value alive, so its id stays its own): each message is serialised
+    once per render, though it is the loop variable of one iteration and ``previtem``/``nextitem`` of others.
 
-    ``trusted`` are the render's containers known to be plain trees (the caller's input as adopted or rebuilt,
-    see ``render._inputs``): those are pickled by the plain C pickler, exact types being already checked.
+    A part is exact: a ``str`` is itself; other scalars and the render's containers known to be plain trees
+    (``trusted``: the caller's input as adopted or rebuilt, see ``render._inputs``) are their pickle by the C
+    pickler, exact types being already checked; a private tool schema is its serial number (its content never
+    changes); anything else is pickled by the key pickler, or is :data:`UNKEYABLE`. Parts of different kinds
+    never compare equal (``str``, ``bytes``, a tuple, a marker), so equal keys mean equal content.
+
+    ``sequence`` is what the loop iterates over when the compiler could read it again without running anything
+    (a variable). When it is a list or tuple, its items' parts are taken at once (at C speed for plain trees, the
+    messages), and, for a loop over one variable whose body reads ``loop`` (``layout``: the loop parts of the key,
+    in order), the key of every position is built in columns (``keys``): an iteration of a plain loop (see
+    _loops) over that very sequence takes ``keys[index0]``, which is the tuple the generated code would build.
     """
 
-    __slots__ = ("scope", "pieces", "pickler", "trusted")
+    __slots__ = ("scope", "scope_size", "pieces", "pickler", "trusted", "keys", "sequence")
 
-    def __init__(self, values: tuple[Any, ...], pickler: type[_KeyPickler], trusted: AbstractSet[int]) -> None:
+    def __init__(
+        self,
+        values: tuple[Any, ...],
+        pickler: type[_KeyPickler],
+        trusted: AbstractSet[int],
+        sequence: Any = None,
+        layout: tuple[str, ...] | None = None,
+    ) -> None:
         self.pickler = pickler
         self.trusted = trusted
-        self.scope = _pickle(values, pickler)
-        self.pieces: dict[int, tuple[Any, bytes]] = {}
+        self.pieces: dict[int, tuple[Any, Any]] = {}
+        self.keys: list[tuple[Any, ...]] = []
+        self.sequence: Any = None
+        scope = tuple(map(self.piece, values))
+        self.scope: Any = UNKEYABLE if UNKEYABLE in scope else scope
+        self.scope_size = key_size(scope)
+        kind = type(sequence)
+        if not (kind is list or kind is tuple) or not sequence or len(sequence) > UPFRONT:
+            return
+        if all(map(trusted.__contains__, map(id, sequence))) and frozen_json(sequence[0]) is None:
+            # plain trees (tool schemas key by their serial numbers instead: see piece)
+            parts = list(map(pickle.dumps, sequence, repeat(5)))
+            self.pieces.update(zip(map(id, sequence), zip(sequence, parts, strict=True), strict=True))
+        else:
+            parts = list(map(self.piece, sequence))
+        if layout is not None:
+            length = len(sequence)
+            columns = (_COLUMNS[part](parts, length) for part in layout)
+            self.keys = list(zip(repeat(self.scope, length), parts, *columns, strict=True))
+            self.sequence = sequence
 
-    def key(self, parts: tuple[Any, ...]) -> bytes | None:
-        """The key of one iteration: the scope's pickle, then each part's (pickles are self-delimiting)."""
-        if self.scope is None:
-            return None
-        out = [self.scope]
-        pieces = self.pieces
-        for value in parts:
-            if type(value) in _SCALARS:
-                out.append(pickle.dumps(value, 5))
-                continue
-            entry = pieces.get(id(value))
-            if entry is None or entry[0] is not value:
-                piece = pickle.dumps(value, 5) if id(value) in self.trusted else _pickle(value, self.pickler)
-                if piece is None:
-                    return None
-                entry = pieces[id(value)] = (value, piece)
-            out.append(entry[1])
-        return b"".join(out)
+    def piece(self, value: Any) -> Any:
+        """The key part of ``value`` (the generated code looks ``pieces`` up inline first)."""
+        kind = type(value)
+        if kind is str:
+            return value
+        if kind in _SCALARS:
+            return pickle.dumps(value, 5)
+        if isinstance(value, Undefined):
+            return _UNDEFINED
+        slot = frozen_json(value)
+        if slot is not None:
+            part: Any = ("tool schema", slot[2])
+        elif id(value) in self.trusted:
+            part = pickle.dumps(value, 5)
+        else:
+            part = plain_key(value, _MAX_KEY, self.pickler)
+            if part is None:
+                return UNKEYABLE
+        self.pieces[id(value)] = (value, part)
+        return part
+
+
+# a loop part for every position of a sequence of ``length`` items whose parts are ``parts`` (what the loop
+# properties are for a list or tuple, see _loops; an undefined ``previtem``/``nextitem`` keys as one marker)
+_COLUMNS: dict[str, Callable[[list[Any], int], Iterable[Any]]] = {
+    "index0": lambda parts, length: range(length),
+    "last": lambda parts, length: [*repeat(False, length - 1), True],
+    "length": lambda parts, length: repeat(length, length),
+    "previtem": lambda parts, length: [_UNDEFINED, *parts[:-1]],
+    "nextitem": lambda parts, length: [*parts[1:], _UNDEFINED],
+}
+
+
+def key_size(parts: tuple[Any, ...]) -> int:
+    """About how many bytes key parts hold (their serialised values, and a pointer's worth for each part)."""
+    size = 8 * len(parts)
+    for part in parts:
+        kind = type(part)
+        if kind is bytes or kind is str:
+            size += len(part)
+        elif kind is tuple:
+            size += key_size(part)
+    return size
 
 
 _MEMO_ENTRIES = 4096

@@ -42,6 +42,7 @@ from turnkit.errors import TemplateLimitError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.render._budget import RenderBudget, current_budget, estimate_str_size, guard_iterable
 from turnkit.render._fragments import (
+    UNKEYABLE,
     Fragment,
     FragmentEntry,
     LoopKeys,
@@ -242,10 +243,10 @@ class _GuardedCodeGenerator(CodeGenerator):
         self._generic = 0
         fragments = getattr(self.environment, "fragments", False)
         # the root as straight Python, appending to a list (see _straight), or jinja2's generator
-        self._straight = not fragments and straight_template(node, _is_generation)
+        self._straight = straight_template(node, _is_generation)
         self._meter_loop = False  # the next loop body starts with the output check (a loop of the root frame)
         memos = []
-        if fragments:
+        if fragments and self._straight:  # remembered iterations append to the root's list
             also_read = macro_names(node)
             for number, loop in enumerate(fragment_loops(node)):
                 memos.append(f"tk_fragments_{number}")
@@ -383,35 +384,48 @@ class _GuardedCodeGenerator(CodeGenerator):
             self._fragment(fragment, frame)
 
     def _fragment(self, node: Fragment, frame: Frame) -> None:
-        """One iteration: the remembered text for its key, or the body rendered into a buffer and kept."""
-        key, hit, mark, buffer = (self.temporary_identifier() for _ in range(4))
-        self.writeline(f"if {node.state} is None:")
+        """One iteration: the remembered text for its key, or the body run (appending to the root's list) and its
+        text kept. The key is a tuple: the scope's part, then each loop part, as it is (an ``int`` or ``bool``
+        property) or its :meth:`LoopKeys.piece`, looked up inline among the pieces of this run first."""
+        key, hit, mark, value, entry = (self.temporary_identifier() for _ in range(5))
+        state = node.state
+        self.writeline(f"if {state} is None:")
         self.indent()
-        self.writeline(f"{node.state} = environment.fragment_scope(")
+        self.writeline(f"{state} = environment.fragment_scope(")
         self.visit(node.scope, frame)
-        self.write(")")
+        self.write(", ")
+        self.visit(node.sequence, frame)
+        self.write(f", {node.layout!r})")
         self.outdent()
-        self.writeline(f"{key} = {node.state}.key(")
-        self.visit(node.parts, frame)
+        self.writeline(f"{key} = ")
+        if node.layout is not None and self._plain_loop(frame):
+            ref = frame.symbols.find_ref("loop")  # a plain loop over the sequence read: its position's key
+            self.write(f"{state}.keys[{ref}[0]] if type({ref}) is tuple and {ref}[2] is {state}.sequence else ")
+        self.write(f"({state}.scope")
+        for part, raw in zip(node.parts.items, node.raw, strict=True):
+            self.write(", ")
+            if raw:
+                self.visit(part, frame)
+                continue
+            self.write(f"({entry}[1] if ({entry} := {state}.pieces.get(id({value} := ")
+            self.visit(part, frame)
+            self.write(f"))) is not None and {entry}[0] is {value} else {state}.piece({value}))")
         self.write(")")
-        self.writeline(f"{hit} = {node.memo}.entries.get({key}) if {key} is not None else None")
+        self.writeline(f"{hit} = {node.memo}.entries.get({key})")
         self.writeline(f"if {hit} is None:")
         self.indent()
-        self.writeline(f"{mark} = environment.fragment_mark()")
-        self.writeline(f"{buffer} = environment.capture_buffer(charge=False)")
-        saved, frame.buffer = frame.buffer, buffer
+        self.writeline(f"{mark} = environment.fragment_mark({frame.buffer})")
         self.blockvisit(node.body, frame)
-        frame.buffer = saved
-        self.writeline(f"{hit} = environment.fragment_store({node.memo}, {key}, {buffer}, {mark})")
+        self.writeline(f"environment.fragment_store({node.memo}, {state}, {key}, {frame.buffer}, {mark})")
         self.outdent()
-        self.writeline(f"elif {hit}[1] or {hit}[2]:")
+        self.writeline("else:")
+        self.indent()
+        self.writeline(f"if {hit}[1] or {hit}[2]:")
         self.indent()
         self.writeline(f"environment.fragment_replay({hit})")
         self.outdent()
-        if frame.buffer is None:
-            self.writeline(f"yield {hit}[0]")
-        else:
-            self.writeline(f"{frame.buffer}.append({hit}[0])")
+        self.writeline(f"{frame.buffer}.append({hit}[0])")
+        self.outdent()
 
     def buffer(self, frame: Frame) -> None:
         frame.buffer = self.temporary_identifier()
@@ -1003,25 +1017,36 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
     def fragment_memo(self) -> FifoMemo[FragmentEntry]:
         return fragment_memo()
 
-    def fragment_scope(self, values: tuple[Any, ...]) -> LoopKeys:
+    def fragment_scope(self, values: tuple[Any, ...], sequence: Any, layout: tuple[str, ...] | None) -> LoopKeys:
         budget = current_budget()
-        return LoopKeys(values, self._key_pickler, budget.trusted if budget is not None else frozenset())
+        trusted = budget.trusted if budget is not None else frozenset()
+        return LoopKeys(values, self._key_pickler, trusted, sequence, layout)
 
-    def fragment_mark(self) -> tuple[int, int]:
+    def fragment_mark(self, out: list[str]) -> tuple[int, int, int]:
+        """Where an iteration starts: the budget's loop iterations and bytes, and the output's length."""
         budget = current_budget()
-        return (budget.loops, budget.allocated) if budget is not None else (0, 0)
+        return (budget.loops, budget.allocated, len(out)) if budget is not None else (0, 0, len(out))
 
     def fragment_store(
-        self, memo: FifoMemo[FragmentEntry], key: bytes | None, buffer: list[str], mark: tuple[int, int]
-    ) -> tuple[str, int, int]:
-        """The iteration's text and budget use, kept unless it needed the input-size allowance of a limit."""
+        self,
+        memo: FifoMemo[FragmentEntry],
+        keys: LoopKeys,
+        key: tuple[Any, ...],
+        out: list[str],
+        mark: tuple[int, int, int],
+    ) -> None:
+        """Keep the iteration's text and budget use, unless its key holds an unkeyable value or it needed the
+        input-size allowance of a limit."""
         budget = current_budget()
-        if budget is None:
-            return "".join(buffer), 0, 0
-        entry = ("".join(buffer), budget.loops - mark[0], budget.allocated - mark[1])
-        if key is not None and not budget.input_measured:
-            memo.put(key, entry, entry[0])
-        return entry
+        if budget is None or budget.input_measured or UNKEYABLE in key:
+            return
+        text = "".join(out[mark[2] :])
+        entry = (text, budget.loops - mark[0], budget.allocated - mark[1])
+        size = keys.scope_size + 8 * len(key)
+        for part in key:
+            if type(part) is bytes or type(part) is str:
+                size += len(part)
+        memo.put(key, entry, text, size)
 
     def fragment_replay(self, entry: tuple[str, int, int]) -> None:
         """Charge a remembered iteration's loop iterations and bytes to this render, as running it would."""

@@ -12,11 +12,11 @@ template's text (a loop nested in the iteration checks at its own iterations), a
 most 64 chunks. Each chunk is a string already sized when it was built (or part of the input), so between checks
 the list only holds references, and the text is built once the whole was measured (``_run``).
 
-Which templates (decided per template at compile time, :func:`straight_template`): not for remembered loop
-iterations (prefix reuse, see _fragments), and not when the template has ``{% extends %}``, ``{% block %}``,
-``{% include %}``, ``{% import %}`` (jinja2 yields their output from other generators), a ``{% generation %}``
-block (the span tracker needs the length emitted before it, see _spans) or reads ``self``. Those templates keep
-jinja2's generator.
+Which templates (decided per template at compile time, :func:`straight_template`): all but those with
+``{% extends %}``, ``{% block %}``, ``{% include %}``, ``{% import %}`` (jinja2 yields their output from other
+generators), a ``{% generation %}`` block (the span tracker needs the length emitted before it, see _spans) or
+reading ``self``. Those templates keep jinja2's generator, and remember no loop iterations (prefix reuse, see
+_fragments, appends to the root's list).
 """
 
 from __future__ import annotations

@@ -55,7 +55,8 @@ class ChatTemplate:
     templates has). ``special_tokens`` (``bos_token``, ``eos_token``...) are passed to every render, as a
     tokenizer passes its special tokens; keyword arguments of :meth:`render` override them. ``prefix_cache=True``
     remembers each iteration of the template's top-level loops, so a conversation that grew by a turn reruns
-    only its new messages (it keeps jinja2's generator code: measure it, docs/render.md has figures).
+    only its new messages: a gain where a message's code costs more than its key (a pickle of the message),
+    a loss for the cheapest templates; docs/render.md has figures.
 
     Example::
 
