@@ -4,11 +4,33 @@ from __future__ import annotations
 
 import functools
 import warnings
+from datetime import datetime
 from typing import Any
 
 import pytest
 
 SPECIAL_TOKENS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}
+
+
+class StoppedClock(datetime):
+    """``datetime`` stopped at one instant."""
+
+    @classmethod
+    def now(cls, tz: Any = None) -> StoppedClock:
+        return cls(2026, 11, 25, 12, 0, 0, tzinfo=tz)
+
+
+def stop_clocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stop ``strftime_now``'s clock in turnkit and in transformers: templates that print the time to the second
+    (Hunyuan's ``%H:%M:%S``) would differ whenever a second ends between two renders compared."""
+    from turnkit.render import _sandbox
+
+    monkeypatch.setattr(_sandbox, "datetime", StoppedClock)
+    try:
+        from transformers.utils import chat_template_utils
+    except ImportError:
+        return
+    monkeypatch.setattr(chat_template_utils, "datetime", StoppedClock)
 
 
 @functools.cache

@@ -11,10 +11,15 @@ import pytest
 
 from tests.corpora import CORPORA, corpus_path
 from tests.render.conversations import cases, function_tool_cases
-from tests.render.reference import SPECIAL_TOKENS, reference_render
+from tests.render.reference import SPECIAL_TOKENS, reference_render, stop_clocks
 from turnkit import ChatTemplate, TemplateError
 
 pytestmark = [pytest.mark.corpus, pytest.mark.reference]
+
+
+@pytest.fixture(autouse=True)
+def _stopped_clocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    stop_clocks(monkeypatch)
 
 
 def _template_files() -> list[Any]:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tests.corpora import CORPORA, corpus_path
 from tests.render.conversations import cases, function_tool_cases
-from tests.render.reference import SPECIAL_TOKENS
+from tests.render.reference import SPECIAL_TOKENS, stop_clocks
 from tests.render.test_differential import _template_files
 from tests.render.test_differential_properties import CONVERSATION, OPTIONS, TEMPLATES
 from turnkit import ChatTemplate, Limits, TemplateError, TemplateLimitError
@@ -29,17 +29,9 @@ from turnkit.render._fragments import fragment_loops
 from turnkit.render._sandbox import sandbox_for
 
 
-class _StoppedClock(datetime):
-    @classmethod
-    def now(cls, tz: Any = None) -> _StoppedClock:
-        return cls(2026, 11, 25, 12, 0, 0, tzinfo=tz)
-
-
 @pytest.fixture(autouse=True)
-def _stopped_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Templates that print ``strftime_now('%H:%M:%S')`` (Hunyuan) would differ between the warm and the cold
-    render whenever a second ends between them."""
-    monkeypatch.setattr(_sandbox, "datetime", _StoppedClock)
+def _stopped_clocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    stop_clocks(monkeypatch)
 
 
 def _outcome(template: ChatTemplate, conversation: Any, options: dict[str, Any]) -> tuple[str, Any]:
