@@ -1,9 +1,9 @@
-"""Output rows as JSON lines: the characters ``json.dumps(row, ensure_ascii=False)`` gives, written faster.
+"""Output rows as JSON lines: the UTF-8 of what ``json.dumps(row, ensure_ascii=False)`` gives, written faster.
 
 A tokenised row is mostly two long lists of small ints (``input_ids``, ``assistant_masks``), which json's
 encoder writes one number at a time, and a handful of other values. Here each run of ordinary items goes
 through json's C encoder in one call, the ids are joined from a table of the numbers' texts, and a mask (0s and
-1s in a few runs) from repeated ``"0, "``/``"1, "`` text: the same characters, a fraction of the time
+1s in a few runs) from repeated ``"0, "``/``"1, "`` text: the same bytes, a fraction of the time
 (``tests/batch/test_lines.py`` compares them with ``json.dumps`` on hostile rows).
 """
 
@@ -17,24 +17,31 @@ from typing import Any
 __all__ = ["json_lines"]
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False).encode
-_NUMBERS: list[str] = []
-"""``str(i)`` at index ``i``: grown to the largest token id seen."""
-_RUNS = ("0, ", "1, ")
+_NUMBERS: list[bytes] = []
+"""``str(i)`` as bytes at index ``i``: grown to the largest token id seen."""
+_RUNS = (b"0, ", b"1, ")
 
 
-def json_lines(rows: list[dict[str, Any]], ints: Collection[str] = ()) -> str:
-    """``json.dumps(row, ensure_ascii=False) + "\\n"`` for each row, joined.
+def json_lines(rows: list[dict[str, Any]], ints: Collection[str] = ()) -> bytes:
+    """``json.dumps(row, ensure_ascii=False) + "\\n"`` for each row, joined, as UTF-8 (a lone surrogate, which only
+    a template's own ``"\\ud800"`` literal can make, as its ``\\u`` escape: the line stays valid UTF-8 JSON).
 
     ``ints`` names columns whose list values hold only non-negative ``int``\\ s (the token ids and masks a
-    worker made; never input data): those lists are written from the tables.
+    worker made; never input data): those lists are written from the tables. A line is joined as bytes, each
+    part encoded on its own: joined as text, one CJK or emoji character in the messages would make the long
+    ASCII lists of numbers wide characters too (2-4 bytes each), copied and encoded again.
     """
     if not ints:
-        return "".join([_ENCODE(row) + "\n" for row in rows])
-    keys = {name: _ENCODE(name) + ": " for name in ints}
-    return "".join([_line(row, keys) for row in rows])
+        return _utf8("".join([_ENCODE(row) + "\n" for row in rows]))
+    keys = {name: _utf8(_ENCODE(name)) + b": " for name in ints}
+    return b"".join([_line(row, keys) for row in rows])
 
 
-def _line(row: dict[str, Any], keys: dict[str, str]) -> str:
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", errors="backslashreplace")
+
+
+def _line(row: dict[str, Any], keys: dict[str, bytes]) -> bytes:
     parts = []
     plain: dict[Any, Any] = {}  # the ordinary items since the last int list: one C encoder call
     for key, value in row.items():
@@ -43,17 +50,17 @@ def _line(row: dict[str, Any], keys: dict[str, str]) -> str:
             plain[key] = value
             continue
         if plain:
-            parts.append(_ENCODE(plain)[1:-1])  # the items between the braces, ", "-separated
+            parts.append(_utf8(_ENCODE(plain)[1:-1]))  # the items between the braces, ", "-separated
             plain = {}
         parts.append(head + _int_list(value))
     if plain:
-        parts.append(_ENCODE(plain)[1:-1])
-    return "{" + ", ".join(parts) + "}\n"
+        parts.append(_utf8(_ENCODE(plain)[1:-1]))
+    return b"{" + b", ".join(parts) + b"}\n"
 
 
-def _int_list(values: list[int]) -> str:
+def _int_list(values: list[int]) -> bytes:
     if len(values) < 2:
-        return _ENCODE(values)
+        return _ENCODE(values).encode("ascii")
     if values[0] in (0, 1):  # a mask, or ids that start with token 0 or 1
         try:
             data = bytes(values)
@@ -63,13 +70,13 @@ def _int_list(values: list[int]) -> str:
             if not data.translate(None, b"\x00\x01"):
                 return _bits(data)
     try:
-        return "[" + ", ".join(itemgetter(*values)(_NUMBERS)) + "]"
+        return b"[" + b", ".join(itemgetter(*values)(_NUMBERS)) + b"]"
     except IndexError:
-        _NUMBERS.extend(map(str, range(len(_NUMBERS), max(values) + 1)))
-        return "[" + ", ".join(itemgetter(*values)(_NUMBERS)) + "]"
+        _NUMBERS.extend(str(number).encode("ascii") for number in range(len(_NUMBERS), max(values) + 1))
+        return b"[" + b", ".join(itemgetter(*values)(_NUMBERS)) + b"]"
 
 
-def _bits(data: bytes) -> str:
+def _bits(data: bytes) -> bytes:
     """The JSON list of 0s and 1s ``data`` holds, a run of equal values at a time."""
     parts = []
     at, end, bit = 0, len(data), data[0]
@@ -79,4 +86,4 @@ def _bits(data: bytes) -> str:
             stop = end
         parts.append(_RUNS[bit] * (stop - at))
         at, bit = stop, 1 - bit
-    return "[" + "".join(parts)[:-2] + "]"
+    return b"[" + b"".join(parts)[:-2] + b"]"
