@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from turnkit import batch as tbatch
@@ -101,6 +101,29 @@ def test_a_row_json_cannot_write_fails_as_json_does() -> None:
         json_lines([{"input_ids": [1, 2], "bad": object()}], INTS)
     with pytest.raises(TypeError):
         json.dumps({"bad": object()})
+
+
+# pieces of JSON string text: escaped backslashes, halves of surrogate pairs, whole pairs, other escapes, raw text
+ESCAPES = st.lists(
+    st.sampled_from(
+        ["\\\\", "\\ud83d", "\\ude00", "\\uDBFF", "\\udc00", "\\ud83d\\ude00", '\\"', "ud800", "\\u00e9", "é"]
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(pieces=ESCAPES)
+@example(pieces=["\\\\", "ud800", "\\ude00"])  # a literal backslash and "ud800", then a lone low half
+@example(pieces=["\\ud800", "\\\\", "\\udc00"])  # two lone halves an escaped backslash apart
+@example(pieces=["\\\\", "\\ud83d\\ude00"])  # an escaped backslash, then a pair
+def test_lone_surrogate_escapes_are_found_as_json_reads_them(pieces: list[str]) -> None:
+    """Only lines whose strings hold a lone surrogate are bad rows; a pair's escapes (an emoji as json.dumps writes
+    it), escaped backslashes before ``u`` and escapes after them are not mistaken for one, nor the other way."""
+    line = '{"messages": "' + "".join(pieces) + '"}'
+    lone = _io._lone_surrogate(json.loads(line))
+    row = _io._json_row(line, 1)
+    assert ("lone surrogate" in row.get("_invalid", "")) == (lone is not None)
 
 
 def _write_lines(path: Path, lines: list[str]) -> None:
