@@ -224,10 +224,12 @@ def encode_rows(rows: list[dict[str, Any]], kind: str, ints: Sequence[str] = ())
         names.update(dict.fromkeys(row))
     arrays = []
     for name in names:
-        if name in ints:
-            arrays.append(token_array([row.get(name) for row in rows], bits=name == "assistant_masks"))
-        elif name in _TOKEN_COLUMNS:
-            arrays.append(pa.array([row.get(name) for row in rows], type=_TOKEN_TYPE()))
+        if name in _TOKEN_COLUMNS:
+            values = [row.get(name) for row in rows]
+            if name in ints:
+                arrays.append(token_array(values, bits=name == "assistant_masks"))
+            else:
+                arrays.append(pa.array(values, type=_TOKEN_TYPE()))
         else:
             arrays.append(pa.array([_parquet_value(name, row.get(name)) for row in rows], type=pa.string()))
     return pa.Table.from_arrays(arrays, names=list(names))

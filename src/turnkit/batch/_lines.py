@@ -17,9 +17,9 @@ from typing import Any
 __all__ = ["json_lines"]
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False).encode
-_NUMBERS: list[bytes] = []
-"""``str(i)`` as bytes at index ``i``: grown to the largest token id seen."""
-_RUNS = (b"0, ", b"1, ")
+_NUMBERS: list[str] = []
+"""``str(i)`` at index ``i``: grown to the largest token id seen."""
+_RUNS = ("0, ", "1, ")
 
 
 def json_lines(rows: list[dict[str, Any]], ints: Collection[str] = ()) -> bytes:
@@ -27,13 +27,11 @@ def json_lines(rows: list[dict[str, Any]], ints: Collection[str] = ()) -> bytes:
     a template's own ``"\\ud800"`` literal can make, as its ``\\u`` escape: the line stays valid UTF-8 JSON).
 
     ``ints`` names columns whose list values hold only non-negative ``int``\\ s (the token ids and masks a
-    worker made; never input data): those lists are written from the tables. A line is joined as bytes, each
-    part encoded on its own: joined as text, one CJK or emoji character in the messages would make the long
-    ASCII lists of numbers wide characters too (2-4 bytes each), copied and encoded again.
+    worker made; never input data): those lists are written from the tables.
     """
     if not ints:
         return _utf8("".join([_ENCODE(row) + "\n" for row in rows]))
-    keys = {name: _utf8(_ENCODE(name)) + b": " for name in ints}
+    keys = {name: _ENCODE(name) + ": " for name in ints}
     return b"".join([_line(row, keys) for row in rows])
 
 
@@ -41,26 +39,35 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", errors="backslashreplace")
 
 
-def _line(row: dict[str, Any], keys: dict[str, bytes]) -> bytes:
+def _line(row: dict[str, Any], keys: dict[str, str]) -> bytes:
     parts = []
     plain: dict[Any, Any] = {}  # the ordinary items since the last int list: one C encoder call
+    narrow = True  # every part ASCII
     for key, value in row.items():
         head = keys.get(key) if type(value) is list else None
         if head is None:
             plain[key] = value
             continue
         if plain:
-            parts.append(_utf8(_ENCODE(plain)[1:-1]))  # the items between the braces, ", "-separated
+            text = _ENCODE(plain)[1:-1]  # the items between the braces, ", "-separated
+            narrow = narrow and text.isascii()
+            parts.append(text)
             plain = {}
         parts.append(head + _int_list(value))
     if plain:
-        parts.append(_utf8(_ENCODE(plain)[1:-1]))
-    return b"{" + b", ".join(parts) + b"}\n"
+        text = _ENCODE(plain)[1:-1]
+        narrow = narrow and text.isascii()
+        parts.append(text)
+    if narrow:
+        return ("{" + ", ".join(parts) + "}\n").encode("ascii")
+    # joined as text, one non-ASCII character (a CJK word, an emoji) would make the whole line, long lists of
+    # numbers included, a string of 2-4 bytes a character, copied and encoded again: join the parts' UTF-8
+    return b"{" + b", ".join([_utf8(part) for part in parts]) + b"}\n"
 
 
-def _int_list(values: list[int]) -> bytes:
+def _int_list(values: list[int]) -> str:
     if len(values) < 2:
-        return _ENCODE(values).encode("ascii")
+        return _ENCODE(values)
     if values[0] in (0, 1):  # a mask, or ids that start with token 0 or 1
         try:
             data = bytes(values)
@@ -70,13 +77,13 @@ def _int_list(values: list[int]) -> bytes:
             if not data.translate(None, b"\x00\x01"):
                 return _bits(data)
     try:
-        return b"[" + b", ".join(itemgetter(*values)(_NUMBERS)) + b"]"
+        return "[" + ", ".join(itemgetter(*values)(_NUMBERS)) + "]"
     except IndexError:
-        _NUMBERS.extend(str(number).encode("ascii") for number in range(len(_NUMBERS), max(values) + 1))
-        return b"[" + b", ".join(itemgetter(*values)(_NUMBERS)) + b"]"
+        _NUMBERS.extend(map(str, range(len(_NUMBERS), max(values) + 1)))
+        return "[" + ", ".join(itemgetter(*values)(_NUMBERS)) + "]"
 
 
-def _bits(data: bytes) -> bytes:
+def _bits(data: bytes) -> str:
     """The JSON list of 0s and 1s ``data`` holds, a run of equal values at a time."""
     parts = []
     at, end, bit = 0, len(data), data[0]
@@ -86,4 +93,4 @@ def _bits(data: bytes) -> bytes:
             stop = end
         parts.append(_RUNS[bit] * (stop - at))
         at, bit = stop, 1 - bit
-    return b"[" + b"".join(parts)[:-2] + b"]"
+    return "[" + "".join(parts)[:-2] + "]"

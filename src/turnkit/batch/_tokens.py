@@ -3,7 +3,7 @@
 A batch's ``input_ids`` are a few hundred thousand small ints in Python lists. ``pa.array`` on the lists (and
 ``datasets``' writer, which first walks every value looking for mixed types) converts them one list at a time;
 here they are joined into one list and turned into one machine-int buffer in a single call (a mask, whose values
-are 0 and 1, as bytes), then cut by offsets. The same values: ``tests/batch/test_tokens.py`` compares both forms
+are 0 and 1, as bytes), then cut by offsets. The same values: ``tests/batch/test_columns.py`` compares both forms
 with ``pa.array`` on the lists.
 """
 
