@@ -3,6 +3,7 @@
     python bench/batch.py                 # 2000 conversations, 3 repeats, both datasets, both tokenizers
     python bench/batch.py --rows 1000 --quick --dataset chat --tokenizer small
     python bench/batch.py --ray --datasets
+    python bench/batch.py --rows 1000 --dataset chat,chat-intl --datasets --parquet
 
 Datasets: ``chat`` (a short system prompt, 1-4 turns that differ per row), ``chat-intl`` (the same turns drawn
 from words with typographic quotes and dashes, accented Latin, Greek, Cyrillic, CJK and emoji, a third of them
@@ -267,6 +268,9 @@ def _phases(template: ChatTemplate, rows: list[dict[str, Any]], worker: Any) -> 
     return out
 
 
+_PARQUET_CASES = (("jsonl", "parquet"), ("parquet", "jsonl"), ("parquet", "parquet"))
+"""File-to-file cases with parquet (``--parquet``); JSON lines to JSON lines is always timed."""
+
 _DATASETS = {"chat": _conversations, "chat-intl": lambda n: _conversations(n, INTL_WORDS)}
 
 
@@ -339,6 +343,15 @@ def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer:
                     worker, data, out, workers=workers, engine=engine, batch_size=args.batch_size
                 )
             )
+    if args.parquet:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(rows_in), tmp / f"in-{dataset}.parquet")  # messages as list<struct>
+        for source, target in _PARQUET_CASES:
+            cases[f"turnkit batch {source} -> {target}, 1 worker"] = lambda source=source, target=target: tbatch.run(
+                worker, tmp / f"in-{dataset}.{source}", tmp / f"out.{target}", batch_size=args.batch_size
+            )
     if "ray" in engines:
         import ray
 
@@ -384,7 +397,11 @@ def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer:
     )
     print(f"  {'':<{width}}  {'conv/s':>9}  {'conv/CPU-s':>10}")
     for name, rate in results.items():
-        cpu = "n/a" if "engine ray" in name or "datasets" in name else f"{per_cpu[name]:.0f}"
+        cpu = (
+            "n/a"
+            if "engine ray" in name or "datasets.map" in name and "num_proc=1" not in name
+            else f"{per_cpu[name]:.0f}"
+        )
         print(f"  {name:<{width}}  {rate:>9.0f}  {cpu:>10}")
     print("  phases, CPU us per conversation (one thread):")
     for name, value in phases.items():
@@ -414,6 +431,13 @@ def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer:
         "turnkit batch --engine local --workers 1 (file to file)",
         "transformers tokens+masks",
     )
+    if args.parquet:
+        for source, target in _PARQUET_CASES:
+            ratio(
+                f"file to file, {source} -> {target}, 1 worker / transformers per conversation",
+                f"turnkit batch {source} -> {target}, 1 worker",
+                "transformers tokens+masks",
+            )
     if first:
         ratio(
             "tokens+masks, one batch, rayon, turnkit / transformers",
@@ -425,9 +449,10 @@ def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer:
         two = results[f"turnkit batch --engine {engine} --workers 2 (file to file)"]
         print(f"    {engine + ' 2 workers / 1 worker (wall)':<60} {two / one:.2f}x")
     if args.datasets and first:
-        print(
-            f"    {'datasets.map num_proc=1, turnkit / transformers':<60} "
-            f"{results['datasets.map turnkit num_proc=1'] / results['datasets.map transformers num_proc=1']:.2f}x"
+        ratio(
+            "datasets.map num_proc=1, turnkit / transformers",
+            "datasets.map turnkit num_proc=1",
+            "datasets.map transformers num_proc=1",
         )
     if dataset == "chat-intl":
         print(f"  pieces encoded by tokenizers: {_fallback(template, [template.render(c) for c in chats])}")
@@ -444,6 +469,9 @@ def main() -> None:
     parser.add_argument("--tokenizer", default="small,wide", help="small, wide or both (comma-separated)")
     parser.add_argument("--ray", action="store_true", help="also time --engine ray at 1 and 2 workers")
     parser.add_argument("--datasets", action="store_true", help="also time datasets.map at num_proc 1 and 2")
+    parser.add_argument(
+        "--parquet", action="store_true", help="also time file to file with parquet input and/or output (1 worker)"
+    )
     args = parser.parse_args()
     source = _template_source()
     print(f"{os.cpu_count()} CPUs; load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")

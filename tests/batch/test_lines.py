@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from turnkit import batch as tbatch
@@ -18,9 +18,9 @@ from turnkit.batch._lines import json_lines
 
 INTS = ("input_ids", "assistant_masks")
 
-# every code point but lone surrogates' own category is allowed here: controls, quotes, backslashes, U+2028,
-# astral characters; surrogates get their own test (the reader refuses them)
-TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+# every code point: controls, quotes, backslashes, U+2028, astral characters, lone surrogates (the reader refuses
+# them in input, but a template's own literal can write one: the line has its \u escape)
+TEXT = st.text(st.characters(), max_size=12)
 SCALARS = st.one_of(
     st.none(),
     st.booleans(),
@@ -64,8 +64,8 @@ def rows(draw: st.DrawFn) -> dict[Any, Any]:
     return row
 
 
-def _reference(batch: list[dict[Any, Any]]) -> str:
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in batch)
+def _reference(batch: list[dict[Any, Any]]) -> bytes:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in batch).encode("utf-8", "backslashreplace")
 
 
 @settings(max_examples=400, deadline=None)
@@ -87,6 +87,7 @@ def test_json_lines_are_json_dumps_characters_on_rows_of_any_shape(batch: list[d
         {"input_ids": [0] + list(range(70)), "assistant_masks": [0] * 70 + [1] * 5 + [0]},
         {"assistant_masks": [1] * 500 + [0] * 3 + [1]},
         {"input_ids": None, "prompt": 'a"\\\n\x00\x1f\u2028\U0001f600é', "assistant_masks": "not a list"},
+        {"prompt": "x\ud800y 東京 \U0001f600", "input_ids": [1, 300, 2], "assistant_masks": [0, 1, 1]},
         {"a": 1, "input_ids": [5, 6], "b": [1, 2], "assistant_masks": [0, 1], "c": {"input_ids": [3]}},
         {"x": math.nan, "y": -math.inf, 1: "one", None: "null key", "input_ids": [2, 2]},
     ],
@@ -100,6 +101,29 @@ def test_a_row_json_cannot_write_fails_as_json_does() -> None:
         json_lines([{"input_ids": [1, 2], "bad": object()}], INTS)
     with pytest.raises(TypeError):
         json.dumps({"bad": object()})
+
+
+# pieces of JSON string text: escaped backslashes, halves of surrogate pairs, whole pairs, other escapes, raw text
+ESCAPES = st.lists(
+    st.sampled_from(
+        ["\\\\", "\\ud83d", "\\ude00", "\\uDBFF", "\\udc00", "\\ud83d\\ude00", '\\"', "ud800", "\\u00e9", "é"]
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(pieces=ESCAPES)
+@example(pieces=["\\\\", "ud800", "\\ude00"])  # a literal backslash and "ud800", then a lone low half
+@example(pieces=["\\ud800", "\\\\", "\\udc00"])  # two lone halves an escaped backslash apart
+@example(pieces=["\\\\", "\\ud83d\\ude00"])  # an escaped backslash, then a pair
+def test_lone_surrogate_escapes_are_found_as_json_reads_them(pieces: list[str]) -> None:
+    """Only lines whose strings hold a lone surrogate are bad rows; a pair's escapes (an emoji as json.dumps writes
+    it), escaped backslashes before ``u`` and escapes after them are not mistaken for one, nor the other way."""
+    line = '{"messages": "' + "".join(pieces) + '"}'
+    lone = _io._lone_surrogate(json.loads(line))
+    row = _io._json_row(line, 1)
+    assert ("lone surrogate" in row.get("_invalid", "")) == (lone is not None)
 
 
 def _write_lines(path: Path, lines: list[str]) -> None:

@@ -276,14 +276,15 @@ def _ray_results(worker: Worker, path: str, kind: str, workers: int, batch_size:
 
     mapped = dataset.map_batches(apply, batch_size=batch_size, concurrency=max(workers, 1), batch_format="numpy")
     for done in mapped.iter_rows():
-        lines = str(done["lines"])
+        lines = bytes(done["lines"])
         count = int(done["count"])
         errors = [(int(index), str(error)) for index, error in json.loads(str(done["errors"]))]
         if kind == "jsonl":
             yield _Done(lines, count, errors)
         else:
-            # split on "\n" only: the encoder escapes it inside strings (str.splitlines would also cut at U+2028)
-            yield _Done(encode_rows([json.loads(line) for line in lines.split("\n")[:-1]], kind), count, errors)
+            # split on "\n" only: the encoder escapes it inside strings
+            rows = [json.loads(line) for line in lines.split(b"\n")[:-1]]
+            yield _Done(encode_rows(rows, kind, ints), count, errors)
 
 
 def run(

@@ -17,6 +17,7 @@ from typing import Any
 
 from turnkit._extras import require
 from turnkit.batch._lines import json_lines
+from turnkit.batch._tokens import token_array
 from turnkit.errors import BatchInputError
 
 __all__ = [
@@ -201,18 +202,19 @@ class Part:
         self.path = path
 
 
-def write_part(payload: str, path: str) -> Part:
+def write_part(payload: bytes, path: str) -> Part:
     """Write a batch of JSON lines (:func:`encode_rows`) to a part file."""
     with open(path, "wb") as handle:
-        handle.write(_utf8(payload))
+        handle.write(payload)
     return Part(path)
 
 
 def encode_rows(rows: list[dict[str, Any]], kind: str, ints: Sequence[str] = ()) -> Any:
-    """Output rows ready for a sink of ``kind``: JSON lines text, or an Arrow table (string columns, non-string
+    """Output rows ready for a sink of ``kind``: JSON lines (UTF-8), or an Arrow table (string columns, non-string
     values as JSON text; ``input_ids``/``assistant_masks`` as ``list<int64>``). Workers call this, so the main
     process only writes. ``ints`` names columns whose lists are known to hold only non-negative ``int``\\ s
-    (the token columns a worker made): see :func:`~turnkit.batch._lines.json_lines`."""
+    (the token columns a worker made): see :func:`~turnkit.batch._lines.json_lines` and
+    :func:`~turnkit.batch._tokens.token_array`."""
     if kind == "jsonl":
         return json_lines(rows, ints)
     import pyarrow as pa
@@ -223,7 +225,11 @@ def encode_rows(rows: list[dict[str, Any]], kind: str, ints: Sequence[str] = ())
     arrays = []
     for name in names:
         if name in _TOKEN_COLUMNS:
-            arrays.append(pa.array([row.get(name) for row in rows], type=_TOKEN_TYPE()))
+            values = [row.get(name) for row in rows]
+            if name in ints:
+                arrays.append(token_array(values, bits=name == "assistant_masks"))
+            else:
+                arrays.append(pa.array(values, type=_TOKEN_TYPE()))
         else:
             arrays.append(pa.array([_parquet_value(name, row.get(name)) for row in rows], type=pa.string()))
     return pa.Table.from_arrays(arrays, names=list(names))
@@ -367,7 +373,7 @@ class Sink:
         self.rows += count
         return errors
 
-    def _write_lines(self, payload: str | Part) -> None:
+    def _write_lines(self, payload: bytes | Part) -> None:
         """Append whole lines; interrupted half-way (Ctrl-C), the file is cut back to its last complete batch."""
         raw = self._handle  # unbuffered: nothing is left in a buffer to be written after an interruption
         before = raw.seek(0, os.SEEK_END)
@@ -378,7 +384,7 @@ class Sink:
                         _write_all(raw, block)
                 os.remove(payload.path)
             else:
-                _write_all(raw, _utf8(payload))
+                _write_all(raw, payload)
         except BaseException:
             raw.truncate(before)  # then re-raise: the batch was not written
             raw.seek(before)
@@ -449,12 +455,6 @@ class Sink:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _utf8(lines: str) -> bytes:
-    """JSON lines as UTF-8. A lone surrogate (only a template's own ``"\\ud800"`` literal makes one: the reader
-    refuses them in input) is written as its ``\\u`` escape, which is what it was in JSON: the line stays valid."""
-    return lines.encode("utf-8", errors="backslashreplace")
 
 
 def _write_all(raw: Any, data: bytes) -> None:

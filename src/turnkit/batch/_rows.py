@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from turnkit._args import expect, expect_choice, expect_mapping, expect_path
+from turnkit.batch._datasets import is_lazy_batch, lazy_rows, output_columns
 from turnkit.errors import TemplateNotFoundError, TurnkitError
 
 __all__ = ["ROLES", "Parser", "Renderer", "RowError", "columns_to_rows", "rows_to_columns"]
@@ -226,7 +227,14 @@ class Renderer:
         return [column for column in ("input_ids", "assistant_masks") if column in self.output_columns]
 
     def __call__(self, row_or_columns: Mapping[str, Any]) -> dict[str, Any]:
-        """A row (``{"messages": [...]}``) gives a row; columns (``{"messages": [[...], ...]}``) give columns."""
+        """A row (``{"messages": [...]}``) gives a row; columns (``{"messages": [[...], ...]}``) give columns.
+
+        A batch of ``datasets.Dataset.map(batched=True)`` gives only the output columns (``datasets`` keeps the
+        input columns), token columns as NumPy arrays: see :mod:`turnkit.batch._datasets`."""
+        if is_lazy_batch(row_or_columns):
+            names = [self.messages_column, self.tools_column, self.documents_column]
+            rows = self.rows(lazy_rows(row_or_columns, [name for name in names if name is not None]))
+            return output_columns(rows, self.output_columns, self.int_columns)
         values = row_or_columns.get(self.messages_column)
         if isinstance(values, Sequence) and not isinstance(values, str) and values and _is_column(values):
             return rows_to_columns(self.rows(columns_to_rows(row_or_columns)), self.output_columns)
@@ -323,7 +331,10 @@ class Parser:
     output_columns = ["message", "error"]
 
     def __call__(self, row_or_columns: Mapping[str, Any]) -> dict[str, Any]:
-        """A row gives a row; columns give columns."""
+        """A row gives a row; columns give columns (of a ``datasets`` batch: the output columns only)."""
+        if is_lazy_batch(row_or_columns):
+            rows = self.rows(lazy_rows(row_or_columns, [self.text_column]))
+            return output_columns(rows, self.output_columns, ())
         values = row_or_columns.get(self.text_column)
         if isinstance(values, Sequence) and not isinstance(values, str) and _is_column(values, text=True):
             return rows_to_columns([self.row(r) for r in columns_to_rows(row_or_columns)], self.output_columns)

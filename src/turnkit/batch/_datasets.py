@@ -1,0 +1,74 @@
+"""``dataset.map(renderer, batched=True)``: read a batch without marking its columns, hand back what ``datasets``
+converts cheaply.
+
+``datasets`` gives a batched function a ``LazyBatch``: its columns are formatted (Arrow to Python) when read, and
+every column that was read goes back through ``datasets``' Python-to-Arrow writer, which first walks every value
+looking for mixed types; a column never read is copied as Arrow. So the renderer formats the columns it needs with
+the batch's own ``format`` (the values ``batch[name]`` gives, decoded by the dataset's features) without marking
+them read, and returns only its output columns (``datasets`` keeps the input columns itself): the token columns as
+NumPy arrays (turned into one Arrow column without looking at each value), ``error`` as strings typed even when
+every row of the first batch is good (``datasets`` fixes a column's type from the first batch: a column of only
+``None`` would be typed null, and a bad row in a later batch would stop the map).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from turnkit.batch._tokens import token_arrays
+
+__all__ = ["is_lazy_batch", "lazy_rows", "output_columns"]
+
+
+def is_lazy_batch(batch: Mapping[str, Any]) -> bool:
+    """Whether ``batch`` is ``datasets``' ``LazyBatch`` (what ``Dataset.map(batched=True)`` passes)."""
+    return all(hasattr(batch, name) for name in ("pa_table", "keys_to_format", "format"))
+
+
+def lazy_rows(batch: Any, names: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows of a ``LazyBatch`` with the columns ``names`` that it has, formatted as ``batch[name]`` would
+    format them, but left unread (``datasets`` copies them as Arrow)."""
+    columns = {
+        name: batch.format(name) if name in batch.keys_to_format else batch[name] for name in names if name in batch
+    }
+    if not columns:
+        return [{} for _ in range(batch.pa_table.num_rows)]
+    return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+
+
+def output_columns(rows: Sequence[Mapping[str, Any]], names: Sequence[str], ints: Sequence[str]) -> dict[str, Any]:
+    """The ``names`` columns of output rows for ``datasets``: ``ints`` columns as NumPy arrays, ``error`` as
+    typed strings when numpy and pyarrow allow (:func:`_typed_strings`)."""
+    out: dict[str, Any] = {}
+    for name in names:
+        values = [row.get(name) for row in rows]
+        if name in ints:
+            out[name] = token_arrays(values, bits=name == "assistant_masks")
+        elif name == "error" and (dtype := _typed_strings()) is not None:
+            import numpy
+
+            out[name] = numpy.array(values, dtype=dtype)
+        else:
+            out[name] = values
+    return out
+
+
+@functools.cache
+def _typed_strings() -> Any:
+    """NumPy's variable-width string dtype with ``None`` as its missing value when pyarrow turns such an array into
+    a string array (NumPy 2 and a pyarrow that knows the dtype), else ``None``."""
+    import numpy
+
+    strings = getattr(getattr(numpy, "dtypes", None), "StringDType", None)  # NumPy 2
+    if strings is None:
+        return None
+    dtype = strings(na_object=None)
+    try:
+        import pyarrow
+
+        typed = pyarrow.array(numpy.array([None, "x"], dtype=dtype))
+    except Exception:  # noqa: BLE001 - an older pyarrow refuses the dtype
+        return None
+    return dtype if typed.type == pyarrow.string() and typed.null_count == 1 else None
