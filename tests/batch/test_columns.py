@@ -133,6 +133,17 @@ def test_datasets_map_records_bad_rows_after_good_batches(model: Path) -> None:
     assert parsed["message"][0]["content"] == "an answer"
 
 
+def test_datasets_map_goes_on_after_a_first_batch_of_only_bad_rows(model: Path) -> None:
+    """A first batch with no prompt at all still types ``prompt`` as strings, so later prompts are written."""
+    datasets = _datasets()
+    rows = [{"messages": [{"role": "robot", "content": "x"}]}] * 4 + [{"messages": _chat(i)} for i in range(4)]
+    renderer = tbatch.renderer(model=model)
+    mapped = datasets.Dataset.from_list(rows).map(renderer, batched=True, batch_size=4)
+    assert mapped.features["prompt"] == datasets.Value("string")
+    assert mapped["prompt"] == [None] * 4 + [renderer.row(row)["prompt"] for row in rows[4:]]
+    assert all("unknown role 'robot'" in error for error in mapped["error"][:4]) and mapped["error"][4:] == [None] * 4
+
+
 def test_datasets_map_keeps_input_columns_and_runs_in_processes(model: Path) -> None:
     datasets = _datasets()
     rows = [{"id": i, "messages": _chat(i), "extra": {"n": [i, i + 1]}} for i in range(12)]

@@ -38,15 +38,20 @@ def lazy_rows(batch: Any, names: Sequence[str]) -> list[dict[str, Any]]:
     return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
 
 
+_STRING_COLUMNS = ("prompt", "error")
+"""Columns of strings or ``None``: typed as strings even when all of a batch's values are ``None`` (a first batch
+of only bad rows leaves no ``prompt``)."""
+
+
 def output_columns(rows: Sequence[Mapping[str, Any]], names: Sequence[str], ints: Sequence[str]) -> dict[str, Any]:
-    """The ``names`` columns of output rows for ``datasets``: ``ints`` columns as NumPy arrays, ``error`` as
-    typed strings when numpy and pyarrow allow (:func:`_typed_strings`)."""
+    """The ``names`` columns of output rows for ``datasets``: ``ints`` columns as NumPy arrays, ``prompt`` and
+    ``error`` as typed strings when numpy and pyarrow allow (:func:`_typed_strings`)."""
     out: dict[str, Any] = {}
     for name in names:
         values = [row.get(name) for row in rows]
         if name in ints:
             out[name] = token_arrays(values, bits=name == "assistant_masks")
-        elif name == "error" and (dtype := _typed_strings()) is not None:
+        elif name in _STRING_COLUMNS and (dtype := _typed_strings()) is not None:
             import numpy
 
             out[name] = numpy.array(values, dtype=dtype)
