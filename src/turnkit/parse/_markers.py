@@ -23,7 +23,6 @@ class MarkerSet:
         "prefixes",
         "longest",
         "prefixes_of_longer",
-        "plain_prefixes",
         "holds",
         "loud",
         "scanned",
@@ -48,13 +47,13 @@ class MarkerSet:
         One C call, for the hot paths."""
         # No marker occurs inside another marker's beginning past its first character (true of "<tag>"-style
         # markers): then a held prefix extended into a longer prefix is held as a whole, nothing released.
-        self.plain_prefixes = not any(m in p[1:] for p in self.prefixes for m in unique)
-        self.holds = self.prefixes if self.plain_prefixes else frozenset()
+        plain_prefixes = not any(m in p[1:] for p in self.prefixes for m in unique)
+        self.holds = self.prefixes if plain_prefixes else frozenset()
+        """The texts a scanner holds as a whole, found by one set lookup (no search): a marker's beginning, when no
+        marker occurs inside one past its first character; else none."""
         self.scanned: dict[str, tuple[tuple[str, str | None, str], str]] = {}
         """What :meth:`MarkerScanner.scan` found in a short text (its result and the tail it held), remembered: the
         chunks of a stream are the model's tokens, and the same ones come again and again."""
-        """The texts a scanner holds as a whole, found by one set lookup (no search): a marker's beginning, when
-        ``plain_prefixes``; else none."""
 
 
 _REMEMBERED = 1024
