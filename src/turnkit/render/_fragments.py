@@ -410,6 +410,11 @@ class LoopKeys:
             self.keys = list(zip(repeat(self.scope, length), parts, *columns, strict=True))
             self.sequence = sequence
 
+    def size_of(self, key: tuple[Any, ...]) -> int:
+        """About how many bytes an iteration's ``key`` (this run's :attr:`scope`, then its parts) holds, for the
+        memo's size bound (:func:`key_size`, with the scope measured once per run)."""
+        return self.scope_size + 8 + key_size(key[1:])
+
     def piece(self, value: Any) -> Any:
         """The key part of ``value`` (the generated code looks ``pieces`` up inline first)."""
         kind = type(value)

@@ -1042,11 +1042,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
             return
         text = "".join(out[mark[2] :])
         entry = (text, budget.loops - mark[0], budget.allocated - mark[1])
-        size = keys.scope_size + 8 * len(key)
-        for part in key:
-            if type(part) is bytes or type(part) is str:
-                size += len(part)
-        memo.put(key, entry, text, size)
+        memo.put(key, entry, text, keys.size_of(key))
 
     def fragment_replay(self, entry: tuple[str, int, int]) -> None:
         """Charge a remembered iteration's loop iterations and bytes to this render, as running it would."""
@@ -1340,7 +1336,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         else:
             # A tool schema's private copy never changes: its text (and size estimate) per set of arguments is
             # built once per process. Not for a float indent: 4.0 equals 4 as a key, but json.dumps refuses it.
-            frozen = frozen_json(x) if type(x) is dict and (indent is None or type(indent) is not float) else None
+            frozen = frozen_json(x) if type(x) is dict and type(indent) is not float else None
             args = (ensure_ascii, indent, separators, sort_keys)
             try:
                 known = frozen[1].get(args) if frozen is not None else None
