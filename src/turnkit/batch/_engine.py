@@ -215,9 +215,8 @@ class _Pool(multiprocessing.pool.Pool):
     the standard pool then hangs (rare when workers are stopped at the end of a run, frequent mid-run)."""
 
     def terminate(self) -> None:
-        for process in getattr(
-            self, "_pool", ()
-        ):  # started (a spawned worker was pickled): its own attribute is not sent
+        # patched here, on the started workers (a spawned worker was pickled to start: its own copy is not touched)
+        for process in getattr(self, "_pool", ()):
             process.terminate = functools.partial(self._kill, process)
         super().terminate()
 
