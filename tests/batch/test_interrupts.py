@@ -3,6 +3,7 @@ output exactly, nothing left behind. Real subprocesses, real signals to their pr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,23 +63,22 @@ def _args(job: dict[str, Path], *extra: str) -> list[str]:
     ]
 
 
-def _stop_mid_run(job: dict[str, Path], sig: int, *extra: str, group: bool = True) -> tuple[int, str]:
-    """Start the run in a process group of its own; once two batches are in the output, send ``sig`` to the
-    whole group (as a terminal's Ctrl-C does, or a kill of the job), or to the main process alone (``docker
-    stop``, a plain ``kill``). Two: a batch whose bytes are visible may still be cut back by the interruption (it
-    lands before the write returns), the one before it may not. Parquet output: two row groups' worth of bytes."""
+def _stop_mid_run(job: dict[str, Path], sig: int, *extra: str, group: bool = True, after: int = 8) -> tuple[int, str]:
+    """Start the run in a process group of its own; once the output holds ``after`` rows (by default two batches), send
+    ``sig`` to the whole group (as a terminal's Ctrl-C does, or a kill of the job), or to the main process
+    alone (``docker stop``, a plain ``kill``). Two: a batch whose bytes are visible may still be cut back by the
+    interruption (it lands before the write returns), the one before it may not. Parquet output: rows in its
+    journal."""
     output = job["output"]
-    output.parent.mkdir()
+    output.parent.mkdir(exist_ok=True)
     process = start_cli(*_args(job, *extra), start_new_session=True)
     try:
         deadline = time.monotonic() + 30
-        while not _two_batches(output) and process.poll() is None:
+        while _rows_written(output) < after and process.poll() is None:
             assert time.monotonic() < deadline, "no output row after 30 s"
             time.sleep(0.002)
-        if group:
-            os.killpg(process.pid, sig)
-        else:
-            os.kill(process.pid, sig)
+        with contextlib.suppress(ProcessLookupError):  # the run ended early: its exit code and message say why
+            (os.killpg if group else os.kill)(process.pid, sig)
         _, err = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
@@ -86,12 +87,21 @@ def _stop_mid_run(job: dict[str, Path], sig: int, *extra: str, group: bool = Tru
     return process.returncode, err
 
 
-def _two_batches(output: Path) -> bool:
-    if not output.exists():
-        return False
-    if output.suffix == ".parquet":
-        return output.stat().st_size >= 3000  # the schema, then row groups of 4 rows as they are written
-    return output.read_bytes().count(b"\n") >= 8
+def _rows_written(output: Path) -> int:
+    """Complete rows in JSON-lines output, or in the journal of parquet output being written (``_journal``), read
+    here with pyarrow alone: the IPC stream messages that are whole."""
+    if output.suffix != ".parquet":
+        return output.read_bytes().count(b"\n") if output.exists() else 0
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    rows = 0
+    try:
+        reader = ipc.open_stream(pa.memory_map(str(output) + ".journal"))
+        while True:
+            rows += reader.read_next_batch().num_rows
+    except (StopIteration, pa.ArrowInvalid, OSError):  # the end, a message being written, or no journal yet
+        return rows
 
 
 def _parts_left(job: dict[str, Path]) -> list[str]:
@@ -156,6 +166,55 @@ def test_sigterm_on_a_first_parquet_run_writes_the_footer_and_resume_finishes(jo
     expected = [json.loads(line) for line in job["expected"].read_text(encoding="utf-8").splitlines()]
     got = pq.read_table(job["output"]).to_pylist()
     assert [(row["id"], row["prompt"]) for row in got] == [(str(row["id"]), row["prompt"]) for row in expected]
+
+
+def _parquet_job(job: dict[str, Path]) -> Any:
+    """Parquet output for ``job``, and an uninterrupted run's table to compare with: returns ``pyarrow.parquet``."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    job["output"] = job["output"].with_suffix(".parquet")
+    job["expected"] = job["expected"].with_suffix(".parquet")
+    tbatch.render(job["input"], job["expected"], template=job["template"], workers=2, batch_size=4)
+    return pq
+
+
+def _killed(job: dict[str, Path], *extra: str, after: int = 8) -> int:
+    """SIGKILL a parquet run mid-run; the complete rows its journal holds (what a resume keeps)."""
+    code, err = _stop_mid_run(job, signal.SIGKILL, *extra, after=after)
+    assert code == -signal.SIGKILL, err
+    return _rows_written(job["output"])
+
+
+def _left_beside(job: dict[str, Path]) -> list[str]:
+    return sorted(p.name for p in job["output"].parent.iterdir())
+
+
+def test_a_first_parquet_run_killed_outright_is_resumed_from_its_journal(job: dict[str, Path]) -> None:
+    """SIGKILL leaves parquet output without its footer (no reader opens it) and its journal: ``--resume``
+    rebuilds the output from the journal's complete batches and finishes it, equal to an uninterrupted run."""
+    pq = _parquet_job(job)
+    journaled = _killed(job)
+    assert 8 <= journaled < ROWS
+    with pytest.raises(Exception, match="(?i)parquet|footer|magic"):
+        pq.ParquetFile(job["output"])
+    result = run_cli(*_args(job, "--resume"))
+    assert result.returncode == 0 and f"{journaled} rows skipped" in result.stderr, result.stderr
+    got, expected = pq.read_table(job["output"]), pq.read_table(job["expected"])
+    assert got.schema == expected.schema and got.to_pylist() == expected.to_pylist()
+    assert _left_beside(job) == ["out.parquet"]  # no journal, part folder or copy left
+
+
+def test_a_resumed_parquet_run_killed_outright_is_resumed_again(job: dict[str, Path]) -> None:
+    """A resumed run copies the finished rows (``<output>.resume``) into a new file and its journal, then goes on;
+    killed outright after that, the next ``--resume`` keeps the copied and the new rows."""
+    pq = _parquet_job(job)
+    first = _killed(job)
+    second = _killed(job, "--resume", after=first + 8)
+    assert first + 8 <= second < ROWS
+    assert {"out.parquet", "out.parquet.journal", "out.parquet.resume"} <= set(_left_beside(job))
+    result = run_cli(*_args(job, "--resume"))
+    assert result.returncode == 0 and f"{second} rows skipped" in result.stderr, result.stderr
+    assert pq.read_table(job["output"]).to_pylist() == pq.read_table(job["expected"]).to_pylist()
+    assert _left_beside(job) == ["out.parquet"]
 
 
 def test_only_the_part_folders_of_dead_runs_on_this_output_are_removed(tmp_path: Path) -> None:

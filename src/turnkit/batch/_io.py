@@ -3,7 +3,8 @@
 A source is checked when it is opened (exists, readable, a parquet footer that parses), so a bad input fails
 before any output is written. Sinks write whole batches: JSON lines as complete lines in one write, parquet as
 one row group per batch, closed (footer written) even on Ctrl-C, so an interrupted run leaves complete rows only
-and ``resume`` carries on after them.
+and ``resume`` carries on after them. Parquet output also keeps a journal while it is written, from which
+``resume`` rebuilds a file that a run killed outright left without its footer (:mod:`~turnkit.batch._journal`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from turnkit._extras import require
+from turnkit.batch._journal import Journal, previous_path, recover
 from turnkit.batch._lines import json_lines
 from turnkit.batch._tokens import token_array
 from turnkit.errors import BatchInputError
@@ -279,12 +281,16 @@ def _lone_surrogate(value: Any) -> str | None:
 
 
 def complete_rows(path: str | os.PathLike[str]) -> int:
-    """Rows already written to an output (for resume): whole lines only; a cut last line is removed."""
+    """Rows already written to an output (for resume): whole lines only, a cut last line removed; parquet output
+    that a killed run left without its footer is first rebuilt from its journal (:mod:`~turnkit.batch._journal`)."""
     path = os.fspath(path)
     parquet = file_kind(path) == "parquet"
     if parquet:
         pq = _pyarrow_parquet()
-        _recover_parquet(path, pq)
+        try:
+            recover(path, pq)
+        except Exception as exc:  # noqa: BLE001 - an unreadable copy of the finished rows, a full disk...
+            raise BatchInputError(f"cannot resume: recovering the output {path!r} failed ({exc})") from exc
     if not os.path.exists(path):
         return 0
     if parquet:
@@ -308,23 +314,6 @@ def complete_rows(path: str | os.PathLike[str]) -> int:
     return count
 
 
-def _recover_parquet(path: str, pq: Any) -> None:
-    """A resumed parquet run moves the finished rows to ``<output>.resume`` and copies them into a new file (see
-    :class:`Sink`); killed before that file was complete, the finished rows are put back."""
-    previous = path + _PREVIOUS
-    if not os.path.exists(previous):
-        return
-    try:
-        pq.ParquetFile(path)
-    except Exception:  # noqa: BLE001 - missing, or no footer: the kill came before the new file was closed
-        os.replace(previous, path)
-    else:  # the new file was closed: only the removal of the old rows' copy was left to do
-        os.remove(previous)
-
-
-_PREVIOUS = ".resume"
-
-
 class Sink:
     """Writes output rows batch by batch (see the module docstring for what an interruption leaves).
 
@@ -342,14 +331,17 @@ class Sink:
         self.rows = 0
         self.declared = list(declared or [])
         self._writer: Any = None
+        self._journal: Journal | None = None
         self._schema: Any = None
         self._previous: str | None = None
         if self.kind == "parquet":
             self._pq = _pyarrow_parquet()
             if append and os.path.exists(self.path):
                 # parquet cannot be appended to: carry the finished rows over into the new file
-                self._previous = self.path + _PREVIOUS
+                self._previous = previous_path(self.path)
                 os.replace(self.path, self._previous)
+            elif not append and os.path.exists(previous_path(self.path)):
+                os.remove(previous_path(self.path))  # a killed run's finished rows: this run starts over
             self._handle: Any = None
         else:
             self._handle = open(self.path, "ab" if append else "wb", buffering=0)  # noqa: SIM115
@@ -394,18 +386,18 @@ class Sink:
         import pyarrow as pa
 
         if self._writer is None:
-            if self._previous is not None:
-                previous = self._pq.ParquetFile(self._previous)
+            previous = self._pq.ParquetFile(self._previous) if self._previous is not None else None
+            if previous is not None:
                 self._schema = previous.schema_arrow
-                self._writer = self._pq.ParquetWriter(self.path, self._schema)
-                for batch in previous.iter_batches():
-                    self._writer.write_batch(batch)
             else:
                 names = dict.fromkeys([*table.column_names, *self.declared])
                 self._schema = pa.schema(
                     [pa.field(name, _TOKEN_TYPE() if name in _TOKEN_COLUMNS else pa.string()) for name in names]
                 )
-                self._writer = self._pq.ParquetWriter(self.path, self._schema)
+            self._journal = Journal(self.path, self._schema)  # before the output: a footer-less one has a journal
+            self._writer = self._pq.ParquetWriter(self.path, self._schema)
+            for batch in previous.iter_batches() if previous is not None else ():
+                self._write_batch(batch)
         errors: dict[int, str] = {}
         known = set(self._schema.names)
         extra = [name for name in table.column_names if name not in known and name not in _INTERNAL_COLUMNS]
@@ -432,8 +424,14 @@ class Sink:
             else pa.nulls(len(table), type=field.type)
             for field in self._schema
         ]
-        self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema))
+        self._write_batch(pa.Table.from_arrays(columns, schema=self._schema))
         return errors
+
+    def _write_batch(self, data: Any) -> None:
+        """A table or record batch into the journal, then into the parquet file."""
+        assert self._journal is not None
+        self._journal.write(data)
+        self._writer.write(data)
 
     def close(self) -> None:
         """Finish the file (the parquet footer); safe to call twice."""
@@ -443,6 +441,9 @@ class Sink:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+        if self._journal is not None:  # after the footer: until then, the journal is what a kill leaves readable
+            self._journal.discard()
+            self._journal = None
         if self._previous is not None and os.path.exists(self._previous):
             if not os.path.exists(self.path):  # nothing new was written: keep the old rows
                 os.replace(self._previous, self.path)
