@@ -7,15 +7,18 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
+import threading
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.clirun import run_cli, start_cli
+from tests.clirun import cli_env, run_cli, start_cli
 from turnkit import batch as tbatch
 from turnkit.batch import _parts
 
@@ -63,15 +66,22 @@ def _args(job: dict[str, Path], *extra: str) -> list[str]:
     ]
 
 
-def _stop_mid_run(job: dict[str, Path], sig: int, *extra: str, group: bool = True, after: int = 8) -> tuple[int, str]:
-    """Start the run in a process group of its own; once the output holds ``after`` rows (by default two batches), send
-    ``sig`` to the whole group (as a terminal's Ctrl-C does, or a kill of the job), or to the main process
-    alone (``docker stop``, a plain ``kill``). Two: a batch whose bytes are visible may still be cut back by the
-    interruption (it lands before the write returns), the one before it may not. Parquet output: rows in its
-    journal."""
+def _stop_mid_run(
+    job: dict[str, Path], sig: int, *extra: str, group: bool = True, after: int = 8, script: str | None = None
+) -> tuple[int, str]:
+    """Start the run (the CLI, or a Python ``script`` given the job's paths) in a process group of its own; once
+    the output holds ``after`` rows (by default two batches), send ``sig`` to the whole group (as a terminal's
+    Ctrl-C does, or a kill of the job), or to the main process alone (``docker stop``, a plain ``kill``). Two: a
+    batch whose bytes are visible may still be cut back by the interruption (it lands before the write returns),
+    the one before it may not. Parquet output: rows in its journal."""
     output = job["output"]
     output.parent.mkdir(exist_ok=True)
-    process = start_cli(*_args(job, *extra), start_new_session=True)
+    if script is None:
+        process = start_cli(*_args(job, *extra), start_new_session=True)
+    else:
+        paths = [str(job[name]) for name in ("input", "output", "template")]
+        command = [sys.executable, "-c", script, *paths, *extra]
+        process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=cli_env(), start_new_session=True)
     try:
         deadline = time.monotonic() + 30
         while _rows_written(output) < after and process.poll() is None:
@@ -215,6 +225,112 @@ def test_a_resumed_parquet_run_killed_outright_is_resumed_again(job: dict[str, P
     assert result.returncode == 0 and f"{second} rows skipped" in result.stderr, result.stderr
     assert pq.read_table(job["output"]).to_pylist() == pq.read_table(job["expected"]).to_pylist()
     assert _left_beside(job) == ["out.parquet"]
+
+
+SCRIPT = """
+import signal, sys
+import turnkit.batch
+
+source, output, template, mode = sys.argv[1:5]
+called = []
+if mode == "own handler":
+    signal.signal(signal.SIGTERM, lambda *_: called.append(1))
+try:
+    summary = turnkit.batch.render(source, output, template=template, workers=2, batch_size=4)
+except turnkit.batch.Terminated as exc:
+    if mode != "catch":
+        raise
+    print(f"caught: {exc}", file=sys.stderr)
+    sys.exit(143)
+print(f"{summary.rows} rows, handler called {len(called)}", file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_sigterm_stops_a_python_api_run_as_ctrl_c_does(job: dict[str, Path], suffix: str) -> None:
+    """A program calling ``turnkit.batch.render`` under a job scheduler (SIGTERM to the main process alone, at its
+    default action): the run stops with complete rows only (parquet: its footer written, no journal left), no part
+    file left, and raises ``turnkit.batch.Terminated``; ``resume=True`` finishes the output exactly."""
+    if suffix == ".parquet":
+        pq = _parquet_job(job)
+    returncode, err = _stop_mid_run(job, signal.SIGTERM, "catch", group=False, script=SCRIPT)
+    assert returncode == 143 and "caught: SIGTERM: the batch run stopped" in err, err
+    if suffix == ".parquet":
+        written = pq.ParquetFile(job["output"]).metadata.num_rows  # the footer is there
+    else:
+        text = job["output"].read_text(encoding="utf-8")
+        assert text.endswith("\n") and job["expected"].read_text(encoding="utf-8").startswith(text)
+        written = text.count("\n")
+    assert 0 < written < ROWS
+    assert _left_beside(job) == [job["output"].name]  # no journal, part folder or copy left
+    summary = tbatch.render(job["input"], job["output"], template=job["template"], workers=2, batch_size=4, resume=True)
+    assert summary.skipped == written and summary.skipped + summary.rows == ROWS
+    if suffix == ".parquet":
+        assert pq.read_table(job["output"]).to_pylist() == pq.read_table(job["expected"]).to_pylist()
+    else:
+        assert job["output"].read_bytes() == job["expected"].read_bytes()
+
+
+def test_terminated_uncaught_ends_the_program_with_a_traceback(job: dict[str, Path]) -> None:
+    """Uncaught, ``Terminated`` ends the program as other exceptions do: a traceback, exit status 1 (CPython ends
+    by SIGINT only for ``KeyboardInterrupt`` itself, not a subclass)."""
+    returncode, err = _stop_mid_run(job, signal.SIGTERM, "uncaught", group=False, script=SCRIPT)
+    assert returncode == 1 and "turnkit.batch._terminate.Terminated: SIGTERM" in err, err
+    assert job["output"].read_text(encoding="utf-8").endswith("\n")
+
+
+def test_a_program_s_own_sigterm_handler_is_left_alone(job: dict[str, Path]) -> None:
+    """The run does not take SIGTERM from a program that handles it: the handler is called, the run finishes."""
+    returncode, err = _stop_mid_run(job, signal.SIGTERM, "own handler", group=False, script=SCRIPT)
+    assert returncode == 0 and f"{ROWS} rows, handler called 1" in err, err
+    assert job["output"].read_bytes() == job["expected"].read_bytes()
+
+
+@pytest.fixture
+def default_sigterm() -> Iterator[None]:
+    """SIGTERM at its default action in this process for the test (``ray.init`` in an earlier test sets its own)."""
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.usefixtures("default_sigterm")
+def test_the_run_s_sigterm_handler_lasts_as_long_as_the_run_and_only_replaces_the_default(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(
+        "".join(json.dumps({"messages": [{"role": "user", "content": f"q{i}"}]}) + "\n" for i in range(12))
+    )
+    worker = tbatch.Renderer(template="{{ messages[0].content }}")
+    output = tmp_path / "out.jsonl"
+
+    def terminate(done: int) -> None:
+        assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)  # else SIGTERM kills pytest
+        if done == 4:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    with pytest.raises(tbatch.Terminated):
+        tbatch.run(worker, source, output, batch_size=2, on_batch=terminate)
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    assert output.read_text(encoding="utf-8").count("\n") == 4
+
+    def own(signum: int, frame: object) -> None:
+        raise AssertionError("not sent")
+
+    seen: list[object] = []
+    signal.signal(signal.SIGTERM, own)
+    tbatch.run(worker, source, output, batch_size=2, on_batch=lambda _: seen.append(signal.getsignal(signal.SIGTERM)))
+    assert seen == [own] * 6 and signal.getsignal(signal.SIGTERM) is own
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # in another thread, the run cannot set handlers: SIGTERM keeps its default action
+    seen.clear()
+    thread = threading.Thread(
+        target=tbatch.run,
+        args=(worker, source, output),
+        kwargs={"batch_size": 2, "on_batch": lambda _: seen.append(signal.getsignal(signal.SIGTERM))},
+    )
+    thread.start()
+    thread.join()
+    assert seen == [signal.SIG_DFL] * 6
 
 
 def test_only_the_part_folders_of_dead_runs_on_this_output_are_removed(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ import typing
 from turnkit import _args
 from turnkit.batch._engine import Summary, run
 from turnkit.batch._rows import ROLES, Parser, Renderer, RowError
+from turnkit.batch._terminate import Terminated
 
 if typing.TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -37,6 +38,7 @@ __all__ = [
     "Renderer",
     "RowError",
     "Summary",
+    "Terminated",
     "parse",
     "postprocess",
     "preprocess",

@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import signal
 import sys
-import threading
-from collections.abc import Iterator
-from types import FrameType
 from typing import Any, Literal
 
 from turnkit import batch
@@ -108,21 +103,20 @@ def _run(worker: batch.Renderer | batch.Parser, args: argparse.Namespace) -> int
     """Run ``worker`` over the input with the options both subcommands share, and print the summary."""
     written = [0]
     try:
-        with _terminate_as_interrupt():
-            summary = batch.run(
-                worker,
-                args.input,
-                args.output,
-                workers=args.workers,
-                engine=args.engine,
-                batch_size=args.batch_size,
-                resume=args.resume,
-                progress=not args.no_progress,
-                on_batch=lambda rows: written.__setitem__(0, rows),
-                start_method=args.start_method,
-            )
-    except KeyboardInterrupt as exc:
-        how, code = ("terminated (SIGTERM)", 143) if isinstance(exc, _Terminated) else ("interrupted", 130)
+        summary = batch.run(
+            worker,
+            args.input,
+            args.output,
+            workers=args.workers,
+            engine=args.engine,
+            batch_size=args.batch_size,
+            resume=args.resume,
+            progress=not args.no_progress,
+            on_batch=lambda rows: written.__setitem__(0, rows),
+            start_method=args.start_method,
+        )
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM: batch.run stops on both alike
+        how, code = ("terminated (SIGTERM)", 143) if isinstance(exc, batch.Terminated) else ("interrupted", 130)
         print(
             f"turnkit batch: {how}; {written[0]} rows written by this run, the output holds complete rows "
             "only (run again with --resume to carry on)",
@@ -130,30 +124,6 @@ def _run(worker: batch.Renderer | batch.Parser, args: argparse.Namespace) -> int
         )
         return code
     return _report(summary)
-
-
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the run is, so it stops as on Ctrl-C: complete rows only, resumable."""
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM (a job scheduler, ``docker stop``, ``kill``) stops the run as Ctrl-C does: the output is cut back
-    to its last complete batch (a parquet footer written), the workers stopped, the part files removed. A second
-    SIGTERM during that tidying-up is ignored, so the tidying-up finishes (SIGKILL still kills)."""
-    if threading.current_thread() is not threading.main_thread():  # only the main thread can set handlers
-        yield
-        return
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise _Terminated
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def run_parse(args: argparse.Namespace) -> int:
