@@ -8,7 +8,8 @@ the batch's own ``format`` (the values ``batch[name]`` gives, decoded by the dat
 them read, and returns only its output columns (``datasets`` keeps the input columns itself): the token columns as
 NumPy arrays (turned into one Arrow column without looking at each value), ``error`` as strings typed even when
 every row of the first batch is good (``datasets`` fixes a column's type from the first batch: a column of only
-``None`` would be typed null, and a bad row in a later batch would stop the map).
+``None`` would be typed null, and a bad row in a later batch would stop the map). A token column of only ``None``
+(every row of the batch bad) is a list that pyarrow types as lists of ints (:class:`_NullTokens`).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def output_columns(rows: Sequence[Mapping[str, Any]], names: Sequence[str], ints
     for name in names:
         values = [row.get(name) for row in rows]
         if name in ints:
-            out[name] = token_arrays(values, bits=name == "assistant_masks")
+            every_row_bad = all(value is None for value in values)  # stops at the first good row
+            out[name] = _NullTokens(values) if every_row_bad else token_arrays(values, bits=name == "assistant_masks")
         elif name in _STRING_COLUMNS and (dtype := _typed_strings()) is not None:
             import numpy
 
@@ -58,6 +60,18 @@ def output_columns(rows: Sequence[Mapping[str, Any]], names: Sequence[str], ints
         else:
             out[name] = values
     return out
+
+
+class _NullTokens(list[None]):
+    """A token column of only ``None`` that pyarrow turns into a ``list<int64>`` column of nulls (its
+    ``__arrow_array__``), not a column typed null. ``datasets``' writer hands a list whose values need no conversion
+    to ``pa.array`` as it is (and narrows ``input_ids`` to ``int32`` after, as for any list of ints); only lists,
+    NumPy arrays and the like may be returned to ``map``, not Arrow arrays, and no NumPy array holds typed nulls."""
+
+    def __arrow_array__(self, type: Any = None) -> Any:  # noqa: A002 - pyarrow's protocol
+        import pyarrow
+
+        return pyarrow.nulls(len(self), type=type or pyarrow.list_(pyarrow.int64()))
 
 
 @functools.cache
