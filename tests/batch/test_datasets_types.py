@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
+from tests.batch import test_columns
 from tests.batch.test_batch import _chat
-from tests.batch.test_columns import model  # noqa: F401 - the fixture
 from turnkit import batch as tbatch
 
 datasets = pytest.importorskip("datasets")
 datasets.disable_progress_bars()
 
+model = test_columns.model  # the fixture: a model folder with a tokenizer.json and {% generation %} blocks
 BAD = {"messages": [{"role": "robot", "content": "x"}]}
 
 

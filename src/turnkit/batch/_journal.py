@@ -60,23 +60,27 @@ class Journal:
 def recover(output: str, pq: Any) -> None:
     """Put a parquet output that a killed run left without its footer back together (see the module docstring).
     Leaves ``output`` complete, missing, or (without a journal or the finished rows' copy beside it, so not this
-    module's doing) as it was."""
+    module's doing) as it was. Memory stays flat: the journal is read and written one batch at a time."""
     journal = output + _JOURNAL
     previous = previous_path(output)
-    _remove(output + _REBUILT)  # a recovery killed before its rename
+    rebuilt = output + _REBUILT
+    _remove(rebuilt)  # a recovery killed before its rename
     if _complete(output, pq):  # closed normally: only the removal of the journal and the copy was left to do
         _remove(journal, previous)
         return
     journaled = os.path.exists(journal)
-    batches = _batches(journal) if journaled else None
+    rows = _rebuild(journal, rebuilt, pq) if journaled else None
     kept = _rows(previous, pq) if os.path.exists(previous) else -1
-    if batches is not None and sum(batch.num_rows for batch in batches[1]) > kept:
-        _rebuild(output, *batches, pq)
+    if rows is not None and rows > kept:
+        with open(rebuilt, "rb") as handle:  # on disk before the journal goes
+            os.fsync(handle.fileno())
+        os.replace(rebuilt, output)
+        _sync_folder(os.path.dirname(os.path.abspath(output)))
     elif kept >= 0:
         os.replace(previous, output)
     elif journaled:  # a journal without even its schema: the run was killed before it wrote a row
         _remove(output)
-    _remove(journal, previous)
+    _remove(rebuilt, journal, previous)
 
 
 def _complete(path: str, pq: Any) -> bool:
@@ -91,18 +95,27 @@ def _rows(path: str, pq: Any) -> int:
     return int(pq.ParquetFile(path).metadata.num_rows)
 
 
-def _batches(path: str) -> tuple[Any, list[Any]] | None:
-    """The journal's schema and complete record batches (memory-mapped, not copied), or ``None`` when not even the
-    schema was written."""
+def _rebuild(journal: str, rebuilt: str, pq: Any) -> int | None:
+    """Write the journal's complete batches to the parquet file ``rebuilt``; their row count, or ``None`` (nothing
+    written) when not even the journal's schema was."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
-    source = pa.memory_map(path)
-    try:
-        reader = ipc.open_stream(source)
-    except (pa.ArrowInvalid, OSError):
-        return None
-    return reader.schema, list(_whole(reader))
+    rows = 0
+    with pa.memory_map(journal) as source:
+        try:
+            reader = ipc.open_stream(source)
+        except (pa.ArrowInvalid, OSError):
+            return None
+        try:
+            with pq.ParquetWriter(rebuilt, reader.schema) as writer:
+                for batch in _whole(reader):
+                    writer.write_batch(batch)
+                    rows += batch.num_rows
+        except BaseException:
+            _remove(rebuilt)
+            raise
+    return rows
 
 
 def _whole(reader: Any) -> Iterator[Any]:
@@ -114,23 +127,6 @@ def _whole(reader: Any) -> Iterator[Any]:
             yield reader.read_next_batch()
         except (StopIteration, pa.ArrowInvalid, OSError):
             return
-
-
-def _rebuild(output: str, schema: Any, batches: list[Any], pq: Any) -> None:
-    """Write ``batches`` as a complete parquet file and rename it over ``output`` (synced first: the journal is
-    removed after)."""
-    rebuilt = output + _REBUILT
-    try:
-        with pq.ParquetWriter(rebuilt, schema) as writer:
-            for batch in batches:
-                writer.write_batch(batch)
-        with open(rebuilt, "rb") as handle:
-            os.fsync(handle.fileno())
-    except BaseException:
-        _remove(rebuilt)
-        raise
-    os.replace(rebuilt, output)
-    _sync_folder(os.path.dirname(os.path.abspath(output)))
 
 
 def _sync_folder(folder: str) -> None:
