@@ -5,9 +5,10 @@ so that a run killed before the footer can be resumed; src/turnkit/batch/_journa
     python bench/batch_journal.py --rows 4000 --repeat 9
 
 The output rows of ``bench/batch.py``'s chat dataset (prompt, input_ids, assistant_masks, error, the input's
-messages), rendered once and encoded as the workers encode them, are written three ways: with turnkit's parquet
+messages), rendered once and encoded as the workers encode them, are written four ways: with turnkit's parquet
 sink (journal included), with pyarrow's ParquetWriter alone on the same tables (the sink before the journal, less
-its schema checks), and with the journal alone. The cases are interleaved and each
+its schema checks), with the journal alone, and with an IPC stream written without compression (what the journal
+would cost without LZ4). The cases are interleaved and each
 figure is the median CPU time (user + system: the journal's cost is mostly write system calls) over --repeat
 runs, per thousand rows; the sizes are those of the files.
 """
@@ -72,6 +73,16 @@ def _journal(tables: list[Any], path: str) -> int:
     return size
 
 
+def _uncompressed(tables: list[Any], path: str) -> int:
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    with pa.OSFile(path, "wb") as file, ipc.new_stream(file, tables[0].schema) as writer:
+        for table in tables:
+            writer.write(table)
+    return os.path.getsize(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1000)
@@ -88,6 +99,7 @@ def main() -> None:
             "turnkit parquet sink (with its journal)": _sink,
             "pyarrow ParquetWriter alone": _parquet,
             "the journal alone (LZ4 IPC stream)": _journal,
+            "an IPC stream without compression": _uncompressed,
         }
         times: dict[str, list[float]] = {name: [] for name in cases}
         sizes: dict[str, int] = {}
