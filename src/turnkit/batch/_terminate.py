@@ -39,8 +39,8 @@ def terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise Terminated("SIGTERM: the batch run stopped; its output holds complete rows only (resume to carry on)")
 
-    signal.signal(signal.SIGTERM, stop)
     try:
+        signal.signal(signal.SIGTERM, stop)  # in the try: a SIGTERM just after it still gets the default put back
         yield
     finally:
         # unless the run installed a handler of its own meanwhile (``ray.init`` does: the run then ends as it says)
