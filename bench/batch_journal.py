@@ -2,7 +2,7 @@
 so that a run killed before the footer can be resumed; src/turnkit/batch/_journal.py).
 
     python bench/batch_journal.py                       # 1000 chat rows, tokens and masks, batches of 256
-    python bench/batch_journal.py --rows 4000 --repeat 9
+    python bench/batch_journal.py --rows 4000 --repeat 9 --tokenizer wide
 
 The output rows of ``bench/batch.py``'s chat dataset (prompt, input_ids, assistant_masks, error, the input's
 messages), rendered once and encoded as the workers encode them, are written four ways: with turnkit's parquet
@@ -36,12 +36,12 @@ from turnkit.batch._io import encode_rows, open_sink  # noqa: E402
 from turnkit.batch._journal import Journal  # noqa: E402
 
 
-def _tables(rows: int, batch_size: int, tmp: str) -> list[Any]:
+def _tables(rows: int, batch_size: int, tokenizer: str, tmp: str) -> list[Any]:
     import batch as bench
 
     folder = Path(tmp, "model")
     folder.mkdir()
-    bench._model(folder, bench._template_source(), "small")
+    bench._model(folder, bench._template_source(), tokenizer)
     worker = tbatch.Renderer(model=folder, masks=True)
     rows_in = [{"messages": chat} for chat in bench._conversations(rows)]
     return [
@@ -88,9 +88,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--tokenizer", default="small", help="small or wide (see bench/batch.py)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        tables = _tables(args.rows, args.batch_size, tmp)
+        tables = _tables(args.rows, args.batch_size, args.tokenizer, tmp)
         # the sink's schema (every column typed): the other cases write the same columns
         _sink(tables, os.path.join(tmp, "schema.parquet"))
         schema = pq.read_schema(os.path.join(tmp, "schema.parquet"))
@@ -112,7 +113,7 @@ def main() -> None:
                 if os.path.exists(path):
                     os.remove(path)
         print(
-            f"{args.rows} chat rows (tokens and masks, small tokenizer), batches of {args.batch_size}, "
+            f"{args.rows} chat rows (tokens and masks, {args.tokenizer} tokenizer), batches of {args.batch_size}, "
             f"median of {args.repeat} interleaved runs; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
         )
         for name, values in times.items():
