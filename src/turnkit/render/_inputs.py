@@ -56,8 +56,9 @@ def _trust(container: Any, trusted: set[int]) -> None:
         )
 
 
-# Names a message's reasoning is passed under (REASONING_FIELDS lists them, the one most templates read first).
-_REASONING_NAMES = frozenset(REASONING_FIELDS)
+# Names a message's reasoning is passed under (REASONING_FIELDS lists them, the one most templates read first),
+# tested one by one: three dict lookups cost less than frozenset.isdisjoint's walk over every key of the message.
+_REASONING_1, _REASONING_2, _REASONING_3 = REASONING_FIELDS
 
 
 def too_deep() -> TemplateError:
@@ -104,9 +105,10 @@ def adopt(value: Any, trusted: set[int]) -> bool:
     """
     kind = type(value)
     if kind is dict:
-        if id(value) in trusted:
+        ident = id(value)  # (once: id() is a call that allocates the number and raises an audit event)
+        if ident in trusted:
             return False
-        trusted.add(id(value))
+        trusted.add(ident)
         for key, item in value.items():
             if type(key) is not str and type(key) not in _SCALARS:
                 return False
@@ -114,9 +116,10 @@ def adopt(value: Any, trusted: set[int]) -> bool:
                 return False
         return True
     if kind is list or kind is tuple:
-        if id(value) in trusted:
+        ident = id(value)
+        if ident in trusted:
             return False
-        trusted.add(id(value))
+        trusted.add(ident)
         for item in value:
             if type(item) not in _SCALARS and not adopt(item, trusted):
                 return False
@@ -185,7 +188,7 @@ def plain_data(value: Any, trusted: set[int] | None = None) -> Any:
 def alias_reasoning_fields(chat: list[Any]) -> list[Any]:
     """Copy a message's reasoning to ``reasoning_content`` and ``thinking`` (gpt-oss templates read the latter)."""
     for message in chat:  # (a Python loop: cheaper than set operations over map() for a few messages)
-        if type(message) is not dict or not _REASONING_NAMES.isdisjoint(message):
+        if type(message) is not dict or _REASONING_1 in message or _REASONING_2 in message or _REASONING_3 in message:
             break
     else:
         return chat  # nothing to alias (the usual case): keep the list as it is
