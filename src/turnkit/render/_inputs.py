@@ -211,11 +211,15 @@ def tool_schemas(tools: Any, trusted: set[int] | None = None) -> list[Any] | Non
     if tools is None:
         return None
     try:
-        if trusted is not None and type(tools) is list and all(type(tool) is dict for tool in tools):
-            cached = _tool_set(tools)
-            if cached is not None:
-                trusted.update(cached[1])
-                return cached[0]
+        if trusted is not None and type(tools) is list:
+            for tool in tools:  # (a loop: all() over a generator costs a frame and a generator object more)
+                if type(tool) is not dict:
+                    break
+            else:
+                cached = _tool_set(tools)
+                if cached is not None:
+                    trusted.update(cached[1])
+                    return cached[0]
         schemas: list[Any] = []
         for tool in tools:
             if isinstance(tool, dict):
