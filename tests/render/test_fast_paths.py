@@ -376,3 +376,21 @@ def test_tojson_takes_the_shared_encoder_only_for_input_containers(monkeypatch: 
     assert encoded[0] is chat[1]["meta"] and encoded[1] is chat[1]["meta"]["keys"]
     assert encoded[3] == chat[3]["calls"] and encoded[3] is not chat[3]["calls"]
     assert len(encoded) == 4  # not the dicts and lists the template built
+
+
+@pytest.mark.parametrize(
+    ("source", "fast"),
+    [
+        ("{% set ns = namespace(a=1, b=messages[0].role) %}", True),
+        ("{% set ns = namespace() %}", True),
+        ("{% set ns = namespace({'a': 1}) %}", False),
+        ("{% set ns = namespace({'a': 1}, b=2) %}", False),
+        ("{% set ns = namespace(_a=1) %}", False),
+        ("{% set ns = namespace(a=1, _b=2) %}", False),
+    ],
+)
+def test_keyword_namespaces_are_built_from_their_dict(source: str, fast: bool) -> None:
+    # keywords only, none underscored: the namespace of their dict; anything else: the class's own checks
+    generated = ChatTemplate(source)._sandbox.compile(source, raw=True)
+    assert ("tk_new_namespace(" in generated) is fast
+    _matches_transformers(source + "{{ ns }}|{% set ns.c = 3 %}{{ ns.c }}|{{ ns.a }}|{{ ns.b }}|{{ ns._a }}")

@@ -264,6 +264,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("from turnkit.render._inputs import frozen_slot as tk_frozen_slot")
         self.writeline("from json.encoder import encode_basestring as tk_encode_str")
         self.writeline("from turnkit.render._sandbox import _TemplateNamespace as tk_namespace")
+        self.writeline("from turnkit.render._sandbox import _new_namespace as tk_new_namespace")
         self.writeline("from turnkit.render._sandbox import _PLAIN_VALUES as tk_plain_values")
         self.writeline("tk_getattribute = object.__getattribute__")
 
@@ -537,13 +538,23 @@ class _GuardedCodeGenerator(CodeGenerator):
             and node.dyn_kwargs is None
             and not any(arg.find(nodes.Call) or isinstance(arg, nodes.Call) for arg in (*node.args, *node.kwargs))
         ):
-            # ``namespace(...)``: what TemplateSandbox.call does when the name is still the sandbox's global
+            # ``namespace(...)``: what TemplateSandbox.call does when the name is still the sandbox's global; with
+            # keywords only, none underscored (checked here), the namespace of their dict (tk_new_namespace)
             tmp = self.temporary_identifier()
-            self.write("(tk_namespace(")
-            for i, arg in enumerate((*node.args, *node.kwargs)):
-                self.write(", " if i else "")
-                self.visit(arg, frame)
-            self.write(f") if ({tmp} := ")
+            names = [keyword.key for keyword in node.kwargs]
+            if not node.args and len(set(names)) == len(names) and not any(name[:1] == "_" for name in names):
+                self.write("(tk_new_namespace({")
+                for i, keyword in enumerate(node.kwargs):
+                    self.write(f"{', ' if i else ''}{keyword.key!r}: ")
+                    self.visit(keyword.value, frame)
+                self.write("})")
+            else:
+                self.write("(tk_namespace(")
+                for i, arg in enumerate((*node.args, *node.kwargs)):
+                    self.write(", " if i else "")
+                    self.visit(arg, frame)
+                self.write(")")
+            self.write(f" if ({tmp} := ")
             self.visit(method, frame)
             self.write(") is tk_namespace else ")
             fallback = nodes.Call(_internal_name(tmp, method.lineno), node.args, node.kwargs, None, None)
@@ -909,6 +920,14 @@ class _TemplateNamespace(Namespace):
                 f"Chat templates cannot store underscore-prefixed attributes on a namespace, but got {name!r}. "
                 "Please rename the attribute."
             )
+
+
+def _new_namespace(attrs: dict[str, Any]) -> _TemplateNamespace:
+    """``namespace(name=value, ...)`` with names the code generator checked (no underscore, no repeat): what
+    ``_TemplateNamespace.__init__`` builds from them, without its argument packing, copy and checks."""
+    namespace = object.__new__(_TemplateNamespace)
+    object.__setattr__(namespace, "_Namespace__attrs", attrs)
+    return namespace
 
 
 def _namespace_items(namespace: Namespace) -> dict[str, Any]:
