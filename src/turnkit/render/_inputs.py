@@ -25,6 +25,7 @@ from turnkit.messages import REASONING_FIELDS
 
 __all__ = [
     "REASONING_FIELDS",
+    "WITH_NONE",
     "adopt",
     "alias_reasoning_fields",
     "content_key",
@@ -80,8 +81,8 @@ def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) 
         for message in conversation:
             if type(message) is not dict:
                 message = {k: v for k, v in message.items()}  # noqa: C416 - Mappings as transformers reads them
-            elif not copy and adopt(message, trusted):
-                if None in message.values():  # (the values are plain: only None equals None)
+            elif not copy and (plain := adopt(message, trusted)):
+                if plain == WITH_NONE:
                     message = {key: item for key, item in message.items() if item is not None}
                     _trust(message, trusted)
                 messages.append(message)
@@ -97,8 +98,14 @@ def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) 
     return messages
 
 
-def adopt(value: Any, trusted: set[int]) -> bool:
-    """Whether ``value`` already is plain data shaped as a tree; its containers are then recorded in ``trusted``.
+WITH_NONE = 2
+"""What :func:`adopt` returns for a plain dict with a ``None`` value among its own items."""
+
+
+def adopt(value: Any, trusted: set[int]) -> int:
+    """Whether ``value`` already is plain data shaped as a tree (a true number: :data:`WITH_NONE` for a dict with a
+    ``None`` value among its own items, which spares the caller a search); its containers are then recorded in
+    ``trusted``.
 
     Plain data needs no copy (the sandbox never mutates it); a shared or self-containing part, or any other type,
     means the caller must rebuild it with :func:`plain_data`.
@@ -109,12 +116,16 @@ def adopt(value: Any, trusted: set[int]) -> bool:
         if ident in trusted:
             return False
         trusted.add(ident)
+        plain: int = True
         for key, item in value.items():
             if type(key) is not str and type(key) not in _SCALARS:
                 return False
-            if type(item) is not str and type(item) not in _SCALARS and not adopt(item, trusted):
-                return False
-        return True
+            if type(item) is not str:
+                if item is None:
+                    plain = WITH_NONE
+                elif type(item) not in _SCALARS and not adopt(item, trusted):
+                    return False
+        return plain
     if kind is list or kind is tuple:
         ident = id(value)
         if ident in trusted:
