@@ -347,3 +347,50 @@ def test_tool_sets_from_many_threads() -> None:
     with ThreadPoolExecutor(4) as pool:
         texts = list(pool.map(render, range(400)))
     assert all(f'"name": "f{n % 100}"' in text for n, text in enumerate(texts))
+
+
+# ``tojson`` of a container of the render's input (adopted as it is, or rebuilt from shared parts or other types):
+# the shared encoder without cycle detection; of anything else (built by the template, a namespace): a fresh one
+TREE_JSON = (
+    "{{ messages[1].meta | tojson }}|{{ messages[1].meta['keys'] | tojson }}|{{ messages | tojson }}"
+    "|{{ messages[3].calls | tojson }}|{{ dict(a=[1, 2.5]) | tojson }}|{{ [messages[0].role, none] | tojson }}"
+    "|{{ messages[1].meta.get('nope', {'b': true}) | tojson }}"
+)
+SHARED = {"name": "f", "arguments": {"x": [1, -0.0, True]}}
+TREE_CHAT = [*CHAT, {"role": "assistant", "content": "c", "calls": [SHARED, SHARED, ("t", 1.0)]}]
+
+
+def test_tojson_of_input_containers_matches_transformers() -> None:
+    _matches_transformers(TREE_JSON, TREE_CHAT)
+
+
+def test_tojson_takes_the_shared_encoder_only_for_input_containers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from turnkit.render import _sandbox
+
+    encoded: list[Any] = []
+    tree_encoder = _sandbox._TREE_ENCODER
+    monkeypatch.setattr(_sandbox, "_TREE_ENCODER", lambda value, level: encoded.append(value) or tree_encoder(value, 0))
+    chat = copy.deepcopy(TREE_CHAT)
+    ChatTemplate(TREE_JSON).render(chat)
+    # the caller's own meta dict and list (adopted), the conversation, and the rebuilt copy of the shared calls
+    assert encoded[0] is chat[1]["meta"] and encoded[1] is chat[1]["meta"]["keys"]
+    assert encoded[3] == chat[3]["calls"] and encoded[3] is not chat[3]["calls"]
+    assert len(encoded) == 4  # not the dicts and lists the template built
+
+
+@pytest.mark.parametrize(
+    ("source", "fast"),
+    [
+        ("{% set ns = namespace(a=1, b=messages[0].role) %}", True),
+        ("{% set ns = namespace() %}", True),
+        ("{% set ns = namespace({'a': 1}) %}", False),
+        ("{% set ns = namespace({'a': 1}, b=2) %}", False),
+        ("{% set ns = namespace(_a=1) %}", False),
+        ("{% set ns = namespace(a=1, _b=2) %}", False),
+    ],
+)
+def test_keyword_namespaces_are_built_from_their_dict(source: str, fast: bool) -> None:
+    # keywords only, none underscored: the namespace of their dict; anything else: the class's own checks
+    generated = ChatTemplate(source)._sandbox.compile(source, raw=True)
+    assert ("tk_new_namespace(" in generated) is fast
+    _matches_transformers(source + "{{ ns }}|{% set ns.c = 3 %}{{ ns.c }}|{{ ns.a }}|{{ ns.b }}|{{ ns._a }}")

@@ -317,3 +317,19 @@ def test_render_keys_reuse_one_pickler_per_thread() -> None:
     for thread in threads:
         thread.join()
     assert all(result == keys * 50 for result in results)
+
+
+def test_adopted_messages_drop_only_their_own_none_values() -> None:
+    from turnkit.render._inputs import plain_messages
+
+    nested = {"x": None, "y": [None, 1]}
+    chat = [
+        {"role": "user", "content": "a", "meta": copy.deepcopy(nested)},  # a None inside, none of its own: as it is
+        {"role": "assistant", "content": None, "meta": nested},  # its own None dropped, the items kept as they are
+        {"role": "user", "content": "b"},
+    ]
+    trusted: set[int] = set()
+    messages = plain_messages(chat, trusted)
+    assert messages[0] is chat[0] and messages[2] is chat[2]
+    assert messages[1] == {"role": "assistant", "meta": nested} and messages[1]["meta"] is nested
+    assert id(messages[1]) in trusted

@@ -25,6 +25,7 @@ from turnkit.messages import REASONING_FIELDS
 
 __all__ = [
     "REASONING_FIELDS",
+    "WITH_NONE",
     "adopt",
     "alias_reasoning_fields",
     "content_key",
@@ -56,8 +57,9 @@ def _trust(container: Any, trusted: set[int]) -> None:
         )
 
 
-# Names a message's reasoning is passed under (REASONING_FIELDS lists them, the one most templates read first).
-_REASONING_NAMES = frozenset(REASONING_FIELDS)
+# Names a message's reasoning is passed under (REASONING_FIELDS lists them, the one most templates read first),
+# tested one by one: three dict lookups cost less than frozenset.isdisjoint's walk over every key of the message.
+_REASONING_1, _REASONING_2, _REASONING_3 = REASONING_FIELDS
 
 
 def too_deep() -> TemplateError:
@@ -79,8 +81,8 @@ def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) 
         for message in conversation:
             if type(message) is not dict:
                 message = {k: v for k, v in message.items()}  # noqa: C416 - Mappings as transformers reads them
-            elif not copy and adopt(message, trusted):
-                if None in message.values():  # (the values are plain: only None equals None)
+            elif not copy and (plain := adopt(message, trusted)):
+                if plain == WITH_NONE:
                     message = {key: item for key, item in message.items() if item is not None}
                     _trust(message, trusted)
                 messages.append(message)
@@ -96,27 +98,39 @@ def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) 
     return messages
 
 
-def adopt(value: Any, trusted: set[int]) -> bool:
-    """Whether ``value`` already is plain data shaped as a tree; its containers are then recorded in ``trusted``.
+WITH_NONE = 2
+"""What :func:`adopt` returns for a plain dict with a ``None`` value among its own items."""
+
+
+def adopt(value: Any, trusted: set[int]) -> int:
+    """Whether ``value`` already is plain data shaped as a tree (a true number: :data:`WITH_NONE` for a dict with a
+    ``None`` value among its own items, which spares the caller a search); its containers are then recorded in
+    ``trusted``.
 
     Plain data needs no copy (the sandbox never mutates it); a shared or self-containing part, or any other type,
     means the caller must rebuild it with :func:`plain_data`.
     """
     kind = type(value)
     if kind is dict:
-        if id(value) in trusted:
+        ident = id(value)  # (once: id() is a call that allocates the number and raises an audit event)
+        if ident in trusted:
             return False
-        trusted.add(id(value))
+        trusted.add(ident)
+        plain: int = True
         for key, item in value.items():
             if type(key) is not str and type(key) not in _SCALARS:
                 return False
-            if type(item) is not str and type(item) not in _SCALARS and not adopt(item, trusted):
-                return False
-        return True
+            if type(item) is not str:
+                if item is None:
+                    plain = WITH_NONE
+                elif type(item) not in _SCALARS and not adopt(item, trusted):
+                    return False
+        return plain
     if kind is list or kind is tuple:
-        if id(value) in trusted:
+        ident = id(value)
+        if ident in trusted:
             return False
-        trusted.add(id(value))
+        trusted.add(ident)
         for item in value:
             if type(item) not in _SCALARS and not adopt(item, trusted):
                 return False
@@ -185,7 +199,7 @@ def plain_data(value: Any, trusted: set[int] | None = None) -> Any:
 def alias_reasoning_fields(chat: list[Any]) -> list[Any]:
     """Copy a message's reasoning to ``reasoning_content`` and ``thinking`` (gpt-oss templates read the latter)."""
     for message in chat:  # (a Python loop: cheaper than set operations over map() for a few messages)
-        if type(message) is not dict or not _REASONING_NAMES.isdisjoint(message):
+        if type(message) is not dict or _REASONING_1 in message or _REASONING_2 in message or _REASONING_3 in message:
             break
     else:
         return chat  # nothing to alias (the usual case): keep the list as it is
@@ -208,11 +222,15 @@ def tool_schemas(tools: Any, trusted: set[int] | None = None) -> list[Any] | Non
     if tools is None:
         return None
     try:
-        if trusted is not None and type(tools) is list and all(type(tool) is dict for tool in tools):
-            cached = _tool_set(tools)
-            if cached is not None:
-                trusted.update(cached[1])
-                return cached[0]
+        if trusted is not None and type(tools) is list:
+            for tool in tools:  # (a loop: all() over a generator costs a frame and a generator object more)
+                if type(tool) is not dict:
+                    break
+            else:
+                cached = _tool_set(tools)
+                if cached is not None:
+                    trusted.update(cached[1])
+                    return cached[0]
         schemas: list[Any] = []
         for tool in tools:
             if isinstance(tool, dict):

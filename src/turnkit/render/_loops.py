@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
-from itertools import repeat
 from typing import Any
 
 import jinja2.nodes as nodes
@@ -73,7 +72,8 @@ def plain_loop(iterable: Iterable[Any], undefined: Any) -> Iterator[tuple[Any, A
             budget = current_budget()
             if budget is not None:
                 budget.reserve_iterations(length)
-            return zip(iterable, zip(range(length), repeat(length), repeat(iterable)), strict=False)
+            # (tuples repeated, not itertools.repeat: cheaper to build for short loops, and a zip without keywords)
+            return zip(iterable, zip(range(length), (length,) * length, (iterable,) * length))  # noqa: B905
     return LoopContext(guard_iterable(iterable), undefined)
 
 

@@ -91,22 +91,25 @@ _encode_str = json.encoder.encode_basestring
 def _encode(value: Any) -> str:
     """``json.dumps(value, ensure_ascii=False)``: the C encoder json.dumps builds for those arguments, minus the
     two Python frames around it (``JSONEncoder.encode`` and ``iterencode``)."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - a Python without the _json accelerator
+    if _C_MAKE_ENCODER is None:  # pragma: no cover - a Python without the _json accelerator
         return _JSON_ENCODER.encode(value)
+    return "".join(_c_encoder({})(value, 0))
+
+
+def _c_encoder(markers: dict[int, Any] | None) -> Any:
+    """The C encoder ``json.dumps(..., ensure_ascii=False)`` builds, with ``markers`` for its cycle detection."""
     encoder = _JSON_ENCODER
-    chunks = make(
-        {},
-        encoder.default,
-        _encode_str,
-        None,
-        encoder.key_separator,
-        encoder.item_separator,
-        False,
-        False,
-        True,
-    )(value, 0)
-    return "".join(chunks)
+    return _C_MAKE_ENCODER(
+        markers, encoder.default, _encode_str, None, encoder.key_separator, encoder.item_separator, False, False, True
+    )
+
+
+_C_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+# The same encoder without cycle detection (``markers`` None), built once: it keeps no state between calls, so
+# every render and thread can share it. Only for a tree of plain data (a container the render's input was adopted
+# or rebuilt into, see _inputs): it has no cycle to detect and runs no Python code, so it writes what _encode
+# writes. Anything else takes a fresh encoder per call (one that fails midway leaves ids in its ``markers``).
+_TREE_ENCODER: Any = _c_encoder(None) if _C_MAKE_ENCODER is not None else None
 
 
 # Methods the immutable sandbox refuses (jinja2.sandbox's list for dict and list).
@@ -261,6 +264,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("from turnkit.render._inputs import frozen_slot as tk_frozen_slot")
         self.writeline("from json.encoder import encode_basestring as tk_encode_str")
         self.writeline("from turnkit.render._sandbox import _TemplateNamespace as tk_namespace")
+        self.writeline("from turnkit.render._sandbox import _new_namespace as tk_new_namespace")
         self.writeline("from turnkit.render._sandbox import _PLAIN_VALUES as tk_plain_values")
         self.writeline("tk_getattribute = object.__getattribute__")
 
@@ -534,13 +538,23 @@ class _GuardedCodeGenerator(CodeGenerator):
             and node.dyn_kwargs is None
             and not any(arg.find(nodes.Call) or isinstance(arg, nodes.Call) for arg in (*node.args, *node.kwargs))
         ):
-            # ``namespace(...)``: what TemplateSandbox.call does when the name is still the sandbox's global
+            # ``namespace(...)``: what TemplateSandbox.call does when the name is still the sandbox's global; with
+            # keywords only, none underscored (checked here), the namespace of their dict (tk_new_namespace)
             tmp = self.temporary_identifier()
-            self.write("(tk_namespace(")
-            for i, arg in enumerate((*node.args, *node.kwargs)):
-                self.write(", " if i else "")
-                self.visit(arg, frame)
-            self.write(f") if ({tmp} := ")
+            names = [keyword.key for keyword in node.kwargs]
+            if not node.args and len(set(names)) == len(names) and not any(name[:1] == "_" for name in names):
+                self.write("(tk_new_namespace({")
+                for i, keyword in enumerate(node.kwargs):
+                    self.write(f"{', ' if i else ''}{keyword.key!r}: ")
+                    self.visit(keyword.value, frame)
+                self.write("})")
+            else:
+                self.write("(tk_namespace(")
+                for i, arg in enumerate((*node.args, *node.kwargs)):
+                    self.write(", " if i else "")
+                    self.visit(arg, frame)
+                self.write(")")
+            self.write(f" if ({tmp} := ")
             self.visit(method, frame)
             self.write(") is tk_namespace else ")
             fallback = nodes.Call(_internal_name(tmp, method.lineno), node.args, node.kwargs, None, None)
@@ -906,6 +920,14 @@ class _TemplateNamespace(Namespace):
                 f"Chat templates cannot store underscore-prefixed attributes on a namespace, but got {name!r}. "
                 "Please rename the attribute."
             )
+
+
+def _new_namespace(attrs: dict[str, Any]) -> _TemplateNamespace:
+    """``namespace(name=value, ...)`` with names the code generator checked (no underscore, no repeat): what
+    ``_TemplateNamespace.__init__`` builds from them, without its argument packing, copy and checks."""
+    namespace = object.__new__(_TemplateNamespace)
+    object.__setattr__(namespace, "_Namespace__attrs", attrs)
+    return namespace
 
 
 def _namespace_items(namespace: Namespace) -> dict[str, Any]:
@@ -1337,30 +1359,36 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
             # A tool schema's private copy never changes: its text (and size estimate) per set of arguments is
             # built once per process. Not for a float indent: 4.0 equals 4 as a key, but json.dumps refuses it.
             frozen = frozen_json(x) if type(x) is dict and type(indent) is not float else None
-            args = (ensure_ascii, indent, separators, sort_keys)
-            try:
-                known = frozen[1].get(args) if frozen is not None else None
-            except TypeError:  # unhashable arguments (separators given as a list)
-                frozen = known = None
-            if known is not None:
-                self.check_size(known[1], "tojson")
-                result = known[0]
+            budget = current_budget()
+            if defaults and frozen is None and budget is not None and id(x) in budget.trusted:
+                # a tree of plain data (the render's input, adopted or rebuilt): its size needs no estimate (see
+                # estimate) and the shared encoder writes what _encode writes
+                result = "".join(_TREE_ENCODER(x, 0)) if _TREE_ENCODER is not None else _encode(x)
             else:
-                per_item = 0
-                if indent is not None:
-                    per_item = len(indent) if isinstance(indent, str) else max(int(indent), 0)
-                if separators is not None:
-                    per_item += sum(len(s) for s in separators if isinstance(s, str))
-                estimate = self.estimate(x, per_item=per_item)
-                self.check_size(estimate, "tojson")
-                if defaults:
-                    result = _encode(x)
+                args = (ensure_ascii, indent, separators, sort_keys)
+                try:
+                    known = frozen[1].get(args) if frozen is not None else None
+                except TypeError:  # unhashable arguments (separators given as a list)
+                    frozen = known = None
+                if known is not None:
+                    self.check_size(known[1], "tojson")
+                    result = known[0]
                 else:
-                    result = json.dumps(
-                        x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
-                    )
-                if frozen is not None:
-                    frozen[1][args] = (result, estimate)
+                    per_item = 0
+                    if indent is not None:
+                        per_item = len(indent) if isinstance(indent, str) else max(int(indent), 0)
+                    if separators is not None:
+                        per_item += sum(len(s) for s in separators if isinstance(s, str))
+                    estimate = self.estimate(x, per_item=per_item)
+                    self.check_size(estimate, "tojson")
+                    if defaults:
+                        result = _encode(x)
+                    else:
+                        result = json.dumps(
+                            x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+                        )
+                    if frozen is not None:
+                        frozen[1][args] = (result, estimate)
         if len(result) >= _FREE_BYTES:
             self.check_size(len(result), "tojson")
             self.charge(_nbytes(result))
