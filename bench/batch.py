@@ -411,9 +411,9 @@ def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer:
         import pyarrow.parquet as pq
 
         pq.write_table(pa.Table.from_pylist(rows_in), tmp / f"in-{dataset}.parquet")  # messages as list<struct>
-        for source, target in _PARQUET_CASES:
-            cases[f"turnkit batch {source} -> {target}, 1 worker"] = lambda source=source, target=target: tbatch.run(
-                worker, tmp / f"in-{dataset}.{source}", tmp / f"out.{target}", batch_size=args.batch_size
+        for kind_in, kind_out in _PARQUET_CASES:  # not ``source``: that is the template's text
+            cases[f"turnkit batch {kind_in} -> {kind_out}, 1 worker"] = lambda kind_in=kind_in, kind_out=kind_out: (
+                tbatch.run(worker, tmp / f"in-{dataset}.{kind_in}", tmp / f"out.{kind_out}", batch_size=args.batch_size)
             )
         cases["turnkit batch parquet -> parquet, 2 workers"] = lambda: tbatch.run(
             worker, tmp / f"in-{dataset}.parquet", tmp / "out.parquet", workers=2, batch_size=args.batch_size
@@ -501,10 +501,10 @@ def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer:
         "transformers tokens+masks",
     )
     if args.parquet:
-        for source, target in _PARQUET_CASES:
+        for kind_in, kind_out in _PARQUET_CASES:
             ratio(
-                f"file to file, {source} -> {target}, 1 worker / transformers per conversation",
-                f"turnkit batch {source} -> {target}, 1 worker",
+                f"file to file, {kind_in} -> {kind_out}, 1 worker / transformers per conversation",
+                f"turnkit batch {kind_in} -> {kind_out}, 1 worker",
                 "transformers tokens+masks",
             )
     if args.datasets:
