@@ -4,6 +4,7 @@
     python bench/batch.py --rows 1000 --quick --dataset chat --tokenizer small
     python bench/batch.py --ray --datasets
     python bench/batch.py --rows 1000 --dataset chat,chat-intl --datasets --parquet
+    python bench/batch.py --rows 2000 --repeat 3 --dataset chat,chat-intl --datasets --parquet   # docs' table
 
 Datasets: ``chat`` (a short system prompt, 1-4 turns that differ per row), ``chat-intl`` (the same turns drawn
 from words with typographic quotes and dashes, accented Latin, Greek, Cyrillic, CJK and emoji, a third of them
@@ -20,7 +21,11 @@ ChatML template with generation blocks) and the same tokenizer (a byte-level BPE
 Like for like: transformers' ``apply_chat_template(c, tokenize=True, return_dict=True,
 return_assistant_tokens_mask=True)`` per conversation against turnkit's ``render(c, tokenize=True,
 return_assistant_tokens_mask=True)`` per conversation; transformers on a list of conversations (one
-``encode_batch``) against ``Renderer.rows`` on the same list. In-process cases run with
+``encode_batch``) against ``Renderer.rows`` on the same list. File to file, ``turnkit batch`` against the same
+peer in the pipeline issue #14 names (``--datasets``): transformers + ``datasets`` reading the same file with
+``load_dataset``, ``map(..., batched=True, num_proc=N)`` and ``to_json``/``to_parquet`` (see :func:`_pipeline`),
+at 1 and 2 workers; turnkit's whole file-to-file run is also divided by transformers' in-memory call per
+conversation, which reads and writes nothing (the stricter ratio). In-process cases run with
 ``TOKENIZERS_PARALLELISM=false`` (one core, as a worker process runs) unless marked "rayon".
 
 The cases are interleaved (case A, B, C, ..., then again) and each figure is the median of --repeat runs, so a
@@ -43,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # datasets' loaders read local files only: never the network
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
@@ -271,6 +277,58 @@ def _phases(template: ChatTemplate, rows: list[dict[str, Any]], worker: Any) -> 
 _PARQUET_CASES = (("jsonl", "parquet"), ("parquet", "jsonl"), ("parquet", "parquet"))
 """File-to-file cases with parquet (``--parquet``); JSON lines to JSON lines is always timed."""
 
+_PIPELINE_KINDS = ("jsonl", "parquet")
+"""File kinds of the transformers + datasets pipeline (parquet with ``--parquet``): the same kind in and out."""
+
+
+def _turnkit_case(kind: str, workers: int) -> str:
+    if kind == "jsonl":
+        return f"turnkit batch --engine local --workers {workers} (file to file)"
+    return f"turnkit batch parquet -> parquet, {workers} worker{'s' * (workers > 1)}"
+
+
+def _pipeline_case(kind: str, workers: int) -> str:
+    return f"datasets {kind} -> {kind} num_proc={workers} (file to file)"
+
+
+def _pipeline(
+    fn: Callable[..., Any], source: Path, target: Path, workers: int, batch_size: int
+) -> Callable[[], object]:
+    """transformers 5.23 + datasets from file to file, as a user of both writes it: ``load_dataset("json"|"parquet")``
+    of the input, ``map(fn, batched=True, num_proc=workers)`` (``fn``: ``apply_chat_template`` with tokens and
+    masks on the batch), ``to_json``/``to_parquet``. Every run gets a fresh cache folder and
+    ``load_from_cache_file=False``, so nothing is reused between runs (the folder's removal is timed, a few ms).
+    Batches of ``batch_size`` rows, as turnkit's; the map's other options and the writers' are the defaults
+    (``keep_in_memory=True``, batches of 1,000 and ``to_json(num_proc=2)`` measured no faster)."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    builder = "json" if source.suffix == ".jsonl" else "parquet"
+
+    def run() -> object:
+        with tempfile.TemporaryDirectory(dir=target.parent) as cache:
+            loaded = datasets.load_dataset(builder, data_files=str(source), split="train", cache_dir=cache)
+            mapped = loaded.map(
+                fn,
+                batched=True,
+                batch_size=batch_size,
+                num_proc=workers if workers > 1 else None,
+                load_from_cache_file=False,
+            )
+            return mapped.to_json(target) if builder == "json" else mapped.to_parquet(target)
+
+    return run
+
+
+def _same_ids(ours: Path, theirs: Path) -> None:
+    """Both pipelines wrote the same ids and masks (checked on every row of the JSON-lines outputs)."""
+    with ours.open(encoding="utf-8") as mine, theirs.open(encoding="utf-8") as peer:
+        for a, b in zip(mine, peer, strict=True):
+            x, y = json.loads(a), json.loads(b)
+            if (x["input_ids"], x["assistant_masks"]) != (y["input_ids"], y["assistant_masks"]):
+                raise SystemExit(f"the datasets pipeline's ids or masks differ from turnkit's:\n{a[:200]}\n{b[:200]}")
+
+
 _DATASETS = {"chat": _conversations, "chat-intl": lambda n: _conversations(n, INTL_WORDS)}
 
 
@@ -288,6 +346,11 @@ def _fallback(template: ChatTemplate, texts: list[str]) -> str:
     left = [piece for piece in pieces if pretokens.encode(piece) is None]
     share = sum(map(len, left)) / max(sum(map(len, pieces)), 1)
     return f"{len(left)} of {len(pieces)} distinct pieces ({share:.1%} of their characters)"
+
+
+def _no_cpu(case: str) -> bool:
+    """Cases whose CPU time this process cannot count: Ray's workers, and ``datasets``' pool of processes."""
+    return "engine ray" in case or "datasets" in case and "num_proc=1" not in case
 
 
 def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer: str, tmp: Path, first: bool) -> None:
@@ -348,10 +411,24 @@ def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer:
         import pyarrow.parquet as pq
 
         pq.write_table(pa.Table.from_pylist(rows_in), tmp / f"in-{dataset}.parquet")  # messages as list<struct>
-        for source, target in _PARQUET_CASES:
-            cases[f"turnkit batch {source} -> {target}, 1 worker"] = lambda source=source, target=target: tbatch.run(
-                worker, tmp / f"in-{dataset}.{source}", tmp / f"out.{target}", batch_size=args.batch_size
+        for kind_in, kind_out in _PARQUET_CASES:  # not ``source``: that is the template's text
+            cases[f"turnkit batch {kind_in} -> {kind_out}, 1 worker"] = lambda kind_in=kind_in, kind_out=kind_out: (
+                tbatch.run(worker, tmp / f"in-{dataset}.{kind_in}", tmp / f"out.{kind_out}", batch_size=args.batch_size)
             )
+        cases["turnkit batch parquet -> parquet, 2 workers"] = lambda: tbatch.run(
+            worker, tmp / f"in-{dataset}.parquet", tmp / "out.parquet", workers=2, batch_size=args.batch_size
+        )
+
+    def hf_map(batch: dict[str, Any]) -> dict[str, Any]:
+        out = reference.apply_chat_template(batch["messages"], **mask_options)
+        return {"input_ids": out["input_ids"], "assistant_masks": out["assistant_masks"]}
+
+    if args.datasets:
+        for kind in _PIPELINE_KINDS[: 2 if args.parquet else 1]:
+            for workers in (1, 2):
+                cases[_pipeline_case(kind, workers)] = _pipeline(
+                    hf_map, tmp / f"in-{dataset}.{kind}", tmp / f"peer.{kind}", workers, args.batch_size
+                )
     if "ray" in engines:
         import ray
 
@@ -368,10 +445,6 @@ def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer:
 
         datasets.disable_progress_bars()
         dataset_ = datasets.Dataset.from_list(rows_in)
-
-        def hf_map(batch: dict[str, Any]) -> dict[str, Any]:
-            out = reference.apply_chat_template(batch["messages"], **mask_options)
-            return {"input_ids": out["input_ids"], "assistant_masks": out["assistant_masks"]}
 
         for workers in (1, 2):
             for name, fn in (("transformers", hf_map), ("turnkit", worker)):
@@ -397,11 +470,7 @@ def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer:
     )
     print(f"  {'':<{width}}  {'conv/s':>9}  {'conv/CPU-s':>10}")
     for name, rate in results.items():
-        cpu = (
-            "n/a"
-            if "engine ray" in name or "datasets.map" in name and "num_proc=1" not in name
-            else f"{per_cpu[name]:.0f}"
-        )
+        cpu = "n/a" if _no_cpu(name) else f"{per_cpu[name]:.0f}"
         print(f"  {name:<{width}}  {rate:>9.0f}  {cpu:>10}")
     print("  phases, CPU us per conversation (one thread):")
     for name, value in phases.items():
@@ -410,8 +479,8 @@ def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer:
 
     def ratio(label: str, ours: str, theirs: str) -> None:
         wall = results[ours] / results[theirs]
-        cpu = per_cpu[ours] / per_cpu[theirs]
-        print(f"    {label:<60} {wall:.2f}x  ({cpu:.2f}x)")
+        cpu = "" if _no_cpu(theirs) else f"  ({per_cpu[ours] / per_cpu[theirs]:.2f}x)"
+        print(f"    {label:<72} {wall:.2f}x{cpu}")
 
     if first:
         ratio("text, per conversation, turnkit / transformers", "turnkit text", "transformers text")
@@ -432,12 +501,21 @@ def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer:
         "transformers tokens+masks",
     )
     if args.parquet:
-        for source, target in _PARQUET_CASES:
+        for kind_in, kind_out in _PARQUET_CASES:
             ratio(
-                f"file to file, {source} -> {target}, 1 worker / transformers per conversation",
-                f"turnkit batch {source} -> {target}, 1 worker",
+                f"file to file, {kind_in} -> {kind_out}, 1 worker / transformers per conversation",
+                f"turnkit batch {kind_in} -> {kind_out}, 1 worker",
                 "transformers tokens+masks",
             )
+    if args.datasets:
+        for kind in _PIPELINE_KINDS[: 2 if args.parquet else 1]:
+            for workers in (1, 2):
+                ratio(
+                    f"file to file, {kind} -> {kind}, {workers} worker{'s' * (workers > 1)} / datasets pipeline",
+                    _turnkit_case(kind, workers),
+                    _pipeline_case(kind, workers),
+                )
+        _same_ids(tmp / "out-local-1.jsonl", tmp / "peer.jsonl")
     if first:
         ratio(
             "tokens+masks, one batch, rayon, turnkit / transformers",
@@ -447,7 +525,7 @@ def _combination(args: argparse.Namespace, source: str, dataset: str, tokenizer:
     for engine in engines:
         one = results[f"turnkit batch --engine {engine} --workers 1 (file to file)"]
         two = results[f"turnkit batch --engine {engine} --workers 2 (file to file)"]
-        print(f"    {engine + ' 2 workers / 1 worker (wall)':<60} {two / one:.2f}x")
+        print(f"    {engine + ' 2 workers / 1 worker (wall)':<72} {two / one:.2f}x")
     if args.datasets and first:
         ratio(
             "datasets.map num_proc=1, turnkit / transformers",
@@ -468,7 +546,12 @@ def main() -> None:
     parser.add_argument("--dataset", default="chat,agent", help="chat, chat-intl, agent (comma-separated)")
     parser.add_argument("--tokenizer", default="small,wide", help="small, wide or both (comma-separated)")
     parser.add_argument("--ray", action="store_true", help="also time --engine ray at 1 and 2 workers")
-    parser.add_argument("--datasets", action="store_true", help="also time datasets.map at num_proc 1 and 2")
+    parser.add_argument(
+        "--datasets",
+        action="store_true",
+        help="also time transformers + datasets file to file (load_dataset, map, to_json/to_parquet) at num_proc 1 "
+        "and 2, and datasets.map in memory with both renderers (first combination)",
+    )
     parser.add_argument(
         "--parquet", action="store_true", help="also time file to file with parquet input and/or output (1 worker)"
     )

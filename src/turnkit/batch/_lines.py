@@ -17,9 +17,14 @@ from typing import Any
 __all__ = ["json_lines"]
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False).encode
-_NUMBERS: list[str] = []
-"""``str(i)`` at index ``i``: grown to the largest token id seen."""
-_RUNS = ("0, ", "1, ")
+_ITEMS: list[str] = []
+"""``f"{i}, "`` at index ``i``: grown to the largest token id seen. Items that carry their separator are joined
+~20 % faster than the bare numbers by ``", ".join`` (no separator copied between them); the last ``", "`` is cut
+off by a view, not a copy."""
+_RUNS = (b"0, ", b"1, ")
+
+Chunk = bytes | memoryview
+"""A piece of the output: ``b"".join`` copies each once, so a line's parts are never joined into a line first."""
 
 
 def json_lines(rows: list[dict[str, Any]], ints: Collection[str] = ()) -> bytes:
@@ -31,43 +36,43 @@ def json_lines(rows: list[dict[str, Any]], ints: Collection[str] = ()) -> bytes:
     """
     if not ints:
         return _utf8("".join([_ENCODE(row) + "\n" for row in rows]))
-    keys = {name: _ENCODE(name) + ": " for name in ints}
-    return b"".join([_line(row, keys) for row in rows])
+    keys = {name: _utf8(_ENCODE(name) + ": ") for name in ints}
+    chunks: list[Chunk] = []
+    for row in rows:
+        _line(row, keys, chunks)
+    return b"".join(chunks)
 
 
 def _utf8(text: str) -> bytes:
     return text.encode("utf-8", errors="backslashreplace")
 
 
-def _line(row: dict[str, Any], keys: dict[str, str]) -> bytes:
-    parts = []
+def _line(row: dict[str, Any], keys: dict[str, bytes], chunks: list[Chunk]) -> None:
+    """Append ``row``'s line to ``chunks``, each part encoded on its own: a non-ASCII character (a CJK word, an
+    emoji in a message) then never makes the whole line, long lists of numbers included, a string of 2-4 bytes a
+    character, and no part is copied into a line before the batch is joined."""
+    separator = b"{"
     plain: dict[Any, Any] = {}  # the ordinary items since the last int list: one C encoder call
-    narrow = True  # every part ASCII
     for key, value in row.items():
         head = keys.get(key) if type(value) is list else None
         if head is None:
             plain[key] = value
             continue
         if plain:
-            text = _ENCODE(plain)[1:-1]  # the items between the braces, ", "-separated
-            narrow = narrow and text.isascii()
-            parts.append(text)
+            chunks += (separator, memoryview(_utf8(_ENCODE(plain)))[1:-1])  # the items between the braces
+            separator = b", "
             plain = {}
-        parts.append(head + _int_list(value))
+        chunks += (separator, head, *_int_list(value))
+        separator = b", "
     if plain:
-        text = _ENCODE(plain)[1:-1]
-        narrow = narrow and text.isascii()
-        parts.append(text)
-    if narrow:
-        return ("{" + ", ".join(parts) + "}\n").encode("ascii")
-    # joined as text, one non-ASCII character (a CJK word, an emoji) would make the whole line, long lists of
-    # numbers included, a string of 2-4 bytes a character, copied and encoded again: join the parts' UTF-8
-    return b"{" + b", ".join([_utf8(part) for part in parts]) + b"}\n"
+        chunks += (separator, memoryview(_utf8(_ENCODE(plain)))[1:-1])
+        separator = b", "
+    chunks.append(b"{}\n" if separator == b"{" else b"}\n")
 
 
-def _int_list(values: list[int]) -> str:
+def _int_list(values: list[int]) -> tuple[Chunk, ...]:
     if len(values) < 2:
-        return _ENCODE(values)
+        return (_ENCODE(values).encode("ascii"),)
     if values[0] in (0, 1):  # a mask, or ids that start with token 0 or 1
         try:
             data = bytes(values)
@@ -77,13 +82,14 @@ def _int_list(values: list[int]) -> str:
             if not data.translate(None, b"\x00\x01"):
                 return _bits(data)
     try:
-        return "[" + ", ".join(itemgetter(*values)(_NUMBERS)) + "]"
+        text = "".join(itemgetter(*values)(_ITEMS))
     except IndexError:
-        _NUMBERS.extend(map(str, range(len(_NUMBERS), max(values) + 1)))
-        return "[" + ", ".join(itemgetter(*values)(_NUMBERS)) + "]"
+        _ITEMS.extend([f"{number}, " for number in range(len(_ITEMS), max(values) + 1)])
+        text = "".join(itemgetter(*values)(_ITEMS))
+    return b"[", memoryview(text.encode("ascii"))[:-2], b"]"
 
 
-def _bits(data: bytes) -> str:
+def _bits(data: bytes) -> tuple[Chunk, ...]:
     """The JSON list of 0s and 1s ``data`` holds, a run of equal values at a time."""
     parts = []
     at, end, bit = 0, len(data), data[0]
@@ -93,4 +99,4 @@ def _bits(data: bytes) -> str:
             stop = end
         parts.append(_RUNS[bit] * (stop - at))
         at, bit = stop, 1 - bit
-    return "[" + "".join(parts)[:-2] + "]"
+    return b"[", memoryview(b"".join(parts))[:-2], b"]"

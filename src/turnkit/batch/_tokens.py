@@ -10,7 +10,7 @@ with ``pa.array`` on the lists.
 from __future__ import annotations
 
 import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = ["token_array", "token_arrays"]
@@ -20,8 +20,26 @@ def _flatten(values: Sequence[list[int] | None], bits: bool) -> tuple[array.arra
     """``(offsets, buffer, Arrow type name, nulls)``: int32 offsets of each list in one buffer of all the values,
     ``uint8`` when ``bits`` (a mask) and every value fits, else ``int64``; ``nulls`` marks ``None`` lists (or is
     ``None`` when there are none)."""
+    if bits:
+        items: list[int] = []
+        offsets, nulls = _offsets(values, items.extend, items.__len__)
+        try:
+            return offsets, bytes(items), "uint8", nulls
+        except ValueError:  # a value outside 0-255: not a mask after all
+            return offsets, array.array("q", items), "int64", nulls
+    # ids: each list converted by fromlist, ~25 % faster than joining them and converting the one list (which
+    # stays faster for a mask: bytes() of it beats an unsigned-byte array's fromlist)
+    flat = array.array("q")
+    offsets, nulls = _offsets(values, flat.fromlist, flat.__len__)
+    return offsets, flat, "int64", nulls
+
+
+def _offsets(
+    values: Sequence[list[int] | None], add: Callable[[list[int]], None], size: Callable[[], int]
+) -> tuple[array.array[int], list[bool] | None]:
+    """``add`` each list of ``values`` to a buffer; the int32 offsets of their ends (``size()`` after each), and
+    which are ``None`` (``None`` when none is)."""
     offsets = array.array("i", [0])
-    flat: list[int] = []
     nulls: list[bool] | None = None
     for index, value in enumerate(values):
         if value is None:
@@ -29,14 +47,9 @@ def _flatten(values: Sequence[list[int] | None], bits: bool) -> tuple[array.arra
                 nulls = [False] * len(values)
             nulls[index] = True
         else:
-            flat += value
-        offsets.append(len(flat))
-    if bits:
-        try:
-            return offsets, bytes(flat), "uint8", nulls
-        except ValueError:  # a value outside 0-255: not a mask after all
-            pass
-    return offsets, array.array("q", flat), "int64", nulls
+            add(value)
+        offsets.append(size())
+    return offsets, nulls
 
 
 def token_array(values: Sequence[list[int] | None], *, bits: bool = False) -> Any:
