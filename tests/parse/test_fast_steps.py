@@ -220,13 +220,14 @@ def test_text_then_a_marker_beginning_releases_the_text_and_holds_the_beginning(
 
 
 def test_remembered_argument_chunks_read_as_new_ones_and_stay_bounded() -> None:
-    """JSON-call chunks are remembered by text (``json_calls._QUOTES`` inside the arguments, each edge pattern's
+    """JSON-call chunks are remembered by text (``_json_scan.QUOTES`` inside the arguments, each edge pattern's
     ``seen`` at keys and colons): a second stream of the same chunks (all remembered) gives what the first gave, and
     streams of ever new chunks leave each table at its bound."""
     from turnkit.parse._bodies import json_calls
+    from turnkit.parse._json_scan import QUOTES, REMEMBERED, REMEMBERED_CHUNK
 
     edges = (json_calls._KEY_START, json_calls._NEXT_KEY_START, json_calls._OBJECT_KEY_START)
-    tables = [json_calls._QUOTES, *(edge.seen for edge in (*edges, json_calls._COLON_MARK, json_calls._KEY_END))]
+    tables = [QUOTES, *(edge.seen for edge in (*edges, json_calls._COLON_MARK, json_calls._KEY_END))]
     for table in tables:
         table.clear()
     text = '<tool_call>\n{"name": "f", "id": "i", "arguments": {"a": "x\\"", "b": ["{", 2], "c": "\\\\", "d": "y"}}\n'
@@ -242,12 +243,12 @@ def test_remembered_argument_chunks_read_as_new_ones_and_stay_bounded() -> None:
             "d": "y",
         }
     assert all(tables)
-    for n in range(json_calls._REMEMBERED // 50 + 2):
+    for n in range(REMEMBERED // 50 + 2):
         words = [f' "k{n}_{i}": "v",' for i in range(60)]
         _run("hermes", None, None, ['<tool_call>\n{"name": "f", "arguments": {', *words, ' "z": 1}}'])
         keys = [piece for i in range(50) for piece in (f' "k{n}_{i}', '": ', "1,")]
         _run("hermes", None, None, ['<tool_call>\n{"name": "f",', *keys, ' "arguments": {}}'])
-    for table in (json_calls._QUOTES, json_calls._KEY_START.seen):
-        assert len(table) == json_calls._REMEMBERED
+    for table in (QUOTES, json_calls._KEY_START.seen):
+        assert len(table) == REMEMBERED
     for table in tables:
-        assert all(len(chunk) <= json_calls._REMEMBERED_CHUNK for chunk in table)
+        assert all(len(chunk) <= REMEMBERED_CHUNK for chunk in table)

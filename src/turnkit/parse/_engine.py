@@ -21,7 +21,7 @@ from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.messages import AssistantMessage
 from turnkit.parse._bodies import REJECT, Body, Fed, Lane, ToolTypes, body_class
 from turnkit.parse._emit import CONTENT, REASONING, Delta, Emitter
-from turnkit.parse._json_scan import JsonDepthGauge
+from turnkit.parse._json_scan import QUOTES, JsonDepthGauge
 from turnkit.parse._markers import MarkerScanner, MarkerSet
 from turnkit.parse._spec import FormatSpec, Harmony, Reasoning, Section, ToolRegion
 
@@ -275,13 +275,22 @@ class StreamParser:
         """Parse the next piece of output; returns the deltas it settled (possibly none)."""
         lane = self._lane
         if lane is not None:  # the hottest path: more text of a body's run (see Body.lane_to), kept with its delta
-            stop, also, sink, index = lane
+            stop, also, sink, index, scanner = lane
             if type(text) is str and stop not in text and also not in text and text:
                 size = self._size + len(text)
                 if size <= self._max_input:
                     sink.append(text)
                     self._size = size
                     return [] if index < 0 else [{"tool_calls": [{"index": index, "function": {"arguments": text}}]}]
+            elif scanner is not None and type(text) is str and (quotes := QUOTES.get(text, 2)) < 2:
+                size = self._size + len(text)  # (quotes only, inside JSON arguments' object or array: see Lane)
+                if size <= self._max_input:
+                    sink.append(text)
+                    self._size = size
+                    if quotes:
+                        scanner.in_string = in_string = not scanner.in_string
+                        self._lane = ('"', "\\", sink, index, scanner) if in_string else ("", "", sink, index, scanner)
+                    return [{"tool_calls": [{"index": index, "function": {"arguments": text}}]}]
             self._lane = None
         # The hot path: a chunk that the armed fast step (see _arm) can take in one step.
         fast = self._fast

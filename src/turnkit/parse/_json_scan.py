@@ -16,7 +16,18 @@ from typing import Any
 
 from turnkit.errors import LimitExceededError, snippet_around
 
-__all__ = ["JsonDepthGauge", "JsonValueScanner", "json_string_body", "json_text", "plain_string", "too_deep"]
+__all__ = [
+    "QUOTES",
+    "REMEMBERED",
+    "REMEMBERED_CHUNK",
+    "JsonDepthGauge",
+    "JsonValueScanner",
+    "json_string_body",
+    "json_text",
+    "plain_string",
+    "quote_kind",
+    "too_deep",
+]
 
 _STRING_STOP = re.compile(r'["\\]')
 _NEST_STOP = re.compile(r'["{}\[\]]')
@@ -92,6 +103,29 @@ class JsonValueScanner:
                 if self.depth == 0:
                     return pos
         return -1
+
+
+REMEMBERED = 4096
+REMEMBERED_CHUNK = 16
+"""What a chunk does at an edge or inside JSON arguments is remembered by its text (the chunks of a stream are the
+model's tokens, and the same few, ``", "`` or ``": {"``, come again and again): for at most this many chunks per
+table, each at most this long (other chunks are read anew each time)."""
+
+QUOTES: dict[str, int] = {}
+"""Chunks by what their quotes do inside an object or array (see :func:`quote_kind`), remembered."""
+
+
+def quote_kind(text: str) -> int:
+    """What a non-empty ``text`` does to a :class:`JsonValueScanner` inside an object or array, outside an escape:
+    0 or 1 when it has no bracket or backslash, its quotes' count modulo 2 (each opens or closes a string, the value
+    goes on); 2 else."""
+    if "\\" in text or "{" in text or "}" in text or "[" in text or "]" in text:
+        kind = 2
+    else:
+        kind = text.count('"') & 1
+    if len(QUOTES) < REMEMBERED and 0 < len(text) <= REMEMBERED_CHUNK:  # ("" never: a lane's lookup of it fails)
+        QUOTES[text] = kind
+    return kind
 
 
 class JsonDepthGauge:

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from turnkit._json import json_loads
 from turnkit.parse._emit import Delta, Emitter
-from turnkit.parse._json_scan import JsonDepthGauge
+from turnkit.parse._json_scan import JsonDepthGauge, JsonValueScanner
 from turnkit.parse._spec import BodySpec
 
 __all__ = [
@@ -32,10 +32,13 @@ __all__ = [
 ToolTypes = dict[str, dict[str, Any]]
 """Tool name -> parameter name -> JSON schema of that parameter."""
 
-Lane = tuple[str, str, list[str], int]
+Lane = tuple[str, str, list[str], int, JsonValueScanner | None]
 """A body's lane (:attr:`Body.lane_to`): two stop characters (the same one twice if there is one; two ``in`` tests
-cost less than a pattern's search), the list a chunk is appended to, and the index of the call whose argument
-delta the chunk is (``-1``: no delta)."""
+cost less than a pattern's search; ``""``: every chunk stops), the list a chunk is appended to, the index of the
+call whose argument delta the chunk is (``-1``: no delta), and the scanner of streamed JSON arguments inside an
+object or array, or ``None``. With a scanner, a chunk that stops the lane but holds quotes and no bracket or
+backslash (:data:`~turnkit.parse._json_scan.QUOTES`) stays on it, an odd count flipping the scanner's string
+state: the lane then stops at a quote or backslash inside a string, at every chunk outside one."""
 
 
 class LaneTaker(Protocol):

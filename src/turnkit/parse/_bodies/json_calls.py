@@ -15,7 +15,15 @@ from turnkit._json import json_loads
 from turnkit.parse._bodies.base import MAX_NAME, REJECT, WS, Body, Fed, ToolTypes, after_fence, check_depth
 from turnkit.parse._bodies.json_args import JsonArgsBody
 from turnkit.parse._emit import Delta, Emitter
-from turnkit.parse._json_scan import JsonValueScanner, json_text, plain_string
+from turnkit.parse._json_scan import (
+    QUOTES,
+    REMEMBERED,
+    REMEMBERED_CHUNK,
+    JsonValueScanner,
+    json_text,
+    plain_string,
+    quote_kind,
+)
 from turnkit.parse._spec import JsonCalls
 
 __all__ = ["JsonCallsBody"]
@@ -85,12 +93,6 @@ class _Role(enum.Enum):
 
 _NAME, _ARGS, _ID, _CONTENT, _ENVELOPE, _SKIP = _Role
 
-_REMEMBERED = 4096
-_REMEMBERED_CHUNK = 16
-"""What a chunk does at an edge or inside the arguments is remembered by its text (the chunks of a stream are the
-model's tokens, and the same few, ``", "`` or ``": {"``, come again and again): for at most this many chunks per
-table, each at most this long (other chunks are read anew each time)."""
-
 
 class _Edge:
     """A pattern matched at a chunk's start: its end and groups (``""`` for a group that did not take part; ``()``
@@ -106,7 +108,7 @@ class _Edge:
         """The match of a chunk not in :attr:`seen` (remembered there while it has room)."""
         found = self.match(text)
         result = () if found is None else (found.end(), *found.groups(""))
-        if len(self.seen) < _REMEMBERED and len(text) <= _REMEMBERED_CHUNK:
+        if len(self.seen) < REMEMBERED and len(text) <= REMEMBERED_CHUNK:
             self.seen[text] = result
         return result
 
@@ -124,22 +126,6 @@ _COLON_MARK = _Edge(r"[ \t\r\n]*:[ \t\r\n]*")
 """After a member's key: the colon (a value may begin after it)."""
 _KEY_END = _Edge(r'([^"\\]*")[ \t\r\n]*(:[ \t\r\n]*)?\Z')
 """Inside a key: a chunk that ends it (plain text, the closing quote), perhaps with the colon, no value yet."""
-
-_QUOTES: dict[str, int] = {}
-"""Argument chunks by what their quotes do inside an object or array (see :func:`_quotes`), remembered."""
-
-
-def _quotes(text: str) -> int:
-    """What ``text`` does inside an object or array, outside an escape: 0 or 1 when it has no bracket or
-    backslash, its quotes' count modulo 2 (each opens or closes a string, the value goes on); 2 else."""
-    if "\\" in text or "{" in text or "}" in text or "[" in text or "]" in text:
-        kind = 2
-    else:
-        kind = text.count('"') & 1
-    if len(_QUOTES) < _REMEMBERED and len(text) <= _REMEMBERED_CHUNK:
-        _QUOTES[text] = kind
-    return kind
-
 
 _MAX_FENCE_LINE = 64
 _MAX_WRAP_TAG = 32
@@ -442,8 +428,8 @@ class JsonCallsBody(Body):
                 return self.fed(text)
             quotes = 2
             if scanner.depth and not scanner.escape:
-                known = _QUOTES.get(text)
-                quotes = _quotes(text) if known is None else known
+                known = QUOTES.get(text)
+                quotes = quote_kind(text) if known is None else known
             if quotes != 2:  # quotes only, inside an object or array: each opens or closes a string, the value goes on
                 if quotes:
                     scanner.in_string = not scanner.in_string
@@ -470,9 +456,13 @@ class JsonCallsBody(Body):
                     return None
         sink = self.sink
         if sink is not None:  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
-            if scanner.in_string and not scanner.escape and (to := self.lane_to) is not None:
-                # inside a string in streamed arguments: so are the next chunks without a quote or backslash
-                to._lane = ('"', "\\", sink, self.sink_index)
+            if not scanner.escape and (to := self.lane_to) is not None:
+                # streamed arguments: inside a string, so are the next chunks without a quote or backslash; inside
+                # an object or array, quote-only chunks only flip the string state (see Lane)
+                if scanner.in_string:
+                    to._lane = ('"', "\\", sink, self.sink_index, scanner if scanner.depth else None)
+                elif scanner.depth:
+                    to._lane = ("", "", sink, self.sink_index, scanner)
             sink.append(text)
             return [{"tool_calls": [{"index": self.sink_index, "function": {"arguments": text}}]}]
         if self.role is not _SKIP:
