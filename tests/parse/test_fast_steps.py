@@ -11,8 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.parse.deltas import accumulate, without_flags
+from turnkit.errors import LimitExceededError
 from turnkit.parse import FormatSpec, JsonCalls, Reasoning, ToolRegion, XmlParams, load_format
 
 ODD = "\x00\x01\x1b\u2028\udc80\xa0"
@@ -252,3 +255,33 @@ def test_remembered_argument_chunks_read_as_new_ones_and_stay_bounded() -> None:
         assert len(table) == REMEMBERED
     for table in tables:
         assert all(len(chunk) <= REMEMBERED_CHUNK for chunk in table)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    texts=st.lists(st.text(alphabet='{}[]"\\a ,', max_size=20), min_size=1, max_size=6),
+    opening=st.sampled_from(["{", "[", '{"', '["', "[[", "{[{"]),
+    max_depth=st.integers(min_value=1, max_value=4),
+)
+def test_remembered_walks_end_a_value_where_the_scan_does(texts: list[str], opening: str, max_depth: int) -> None:
+    """A short chunk's walk inside an object or array, remembered in ``_json_scan.WALKS`` (from either string state),
+    gives the scanner's answers and state, and its depth error at the same bracket, as the scan loop."""
+    from turnkit.parse import _json_scan
+
+    def run(remembered: int) -> list[object]:
+        _json_scan.WALKS.clear()
+        saved, _json_scan.REMEMBERED = _json_scan.REMEMBERED, remembered
+        scanner = _json_scan.JsonValueScanner(max_depth=max_depth)
+        seen: list[object] = []
+        try:
+            for text in [opening, *texts]:
+                seen.append((scanner.feed(text), scanner.depth, scanner.in_string, scanner.escape))
+                if seen[-1][0] != -1:  # type: ignore[index]
+                    break
+        except LimitExceededError as error:
+            seen.append(str(error))
+        finally:
+            _json_scan.REMEMBERED = saved
+        return seen
+
+    assert run(len(_json_scan.WALKS) + 10_000) == run(0)

@@ -276,21 +276,25 @@ class StreamParser:
         lane = self._lane
         if lane is not None:  # the hottest path: more text of a body's run (see Body.lane_to), kept with its delta
             stop, also, sink, index, scanner = lane
-            if type(text) is str and stop not in text and also not in text and text:
-                size = self._size + len(text)
-                if size <= self._max_input:
-                    sink.append(text)
-                    self._size = size
-                    return [] if index < 0 else [{"tool_calls": [{"index": index, "function": {"arguments": text}}]}]
-            elif scanner is not None and type(text) is str and (quotes := QUOTES.get(text, 2)) < 2:
-                size = self._size + len(text)  # (quotes only, inside JSON arguments' object or array: see Lane)
-                if size <= self._max_input:
-                    sink.append(text)
-                    self._size = size
-                    if quotes:
-                        scanner.in_string = in_string = not scanner.in_string
-                        self._lane = ('"', "\\", sink, index, scanner) if in_string else ("", "", sink, index, scanner)
-                    return [{"tool_calls": [{"index": index, "function": {"arguments": text}}]}]
+            if type(text) is str:
+                if stop not in text and also not in text and text:
+                    size = self._size + len(text)
+                    if size <= self._max_input:
+                        sink.append(text)
+                        self._size = size
+                        return (
+                            [] if index < 0 else [{"tool_calls": [{"index": index, "function": {"arguments": text}}]}]
+                        )
+                elif scanner is not None and (quotes := QUOTES.get(text, 2)) < 2:
+                    size = self._size + len(text)  # (quotes only, inside JSON arguments' object or array: see Lane)
+                    if size <= self._max_input:
+                        sink.append(text)
+                        self._size = size
+                        if quotes:
+                            scanner.in_string = in_string = not scanner.in_string
+                            lane = ('"', "\\", sink, index, scanner) if in_string else ("", "", sink, index, scanner)
+                            self._lane = lane
+                        return [{"tool_calls": [{"index": index, "function": {"arguments": text}}]}]
             self._lane = None
         # The hot path: a chunk that the armed fast step (see _arm) can take in one step.
         fast = self._fast

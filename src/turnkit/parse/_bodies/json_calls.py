@@ -113,11 +113,12 @@ class _Edge:
         return result
 
 
-_KEY_START = _Edge(r'[ \t\r\n,]*("[^"\\]*)\Z')
-"""In an object before a member: a chunk that only begins the next key (its opening quote and plain text)."""
-_NEXT_KEY_START = _Edge(r'[ \t\r\n]*,[ \t\r\n,]*("[^"\\]*)\Z')
+_KEY_START = _Edge(r'[ \t\r\n,]*("[^"\\]*)?\Z')
+"""In an object before a member: a chunk that only begins the next key (its opening quote and plain text), or holds
+no more than whitespace and commas (the group ``""``)."""
+_NEXT_KEY_START = _Edge(r'[ \t\r\n]*,[ \t\r\n,]*("[^"\\]*)?\Z')
 """After a member's value: the same after the comma."""
-_OBJECT_KEY_START = _Edge(r'[ \t\r\n]*\{[ \t\r\n,]*("[^"\\]*)\Z')
+_OBJECT_KEY_START = _Edge(r'[ \t\r\n]*\{[ \t\r\n,]*("[^"\\]*)?\Z')
 """Before the value: the same after the call object's ``{`` (leading whitespace is kept only while a fence may
 follow, which ``{`` rules out)."""
 _OBJECT_END = re.compile(r"[ \t\r\n]*\}")
@@ -449,11 +450,8 @@ class JsonCallsBody(Body):
                         self.state = _DONE
                         self.end = text[close.end() :]
                         return None
-                    rest = self.feed(text, self._value_piece(text, 0, stop))
-                    if rest is None:
-                        return self.out.take()
-                    self.end = rest
-                    return None
+                    pos = self._value_piece(text, 0, stop)
+                    return self._after_value(text[pos:]) if pos < len(text) else self.out.take()
         sink = self.sink
         if sink is not None:  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
             if not scanner.escape and (to := self.lane_to) is not None:
@@ -497,10 +495,7 @@ class JsonCallsBody(Body):
             if start is None:
                 start = edge.find(text)
             if start and len(start[1]) <= MAX_NAME:
-                scanner = self.scanner = JsonValueScanner(max_depth=self.max_depth)
-                scanner.started = scanner.in_string = True
-                self.key_raw = start[1]
-                self.state = _KEY
+                self._key_begins(start[1])
                 return []
         elif state is _COLON and self.role is not _ENVELOPE:
             colon = _COLON_MARK.seen.get(text)
@@ -511,12 +506,35 @@ class JsonCallsBody(Body):
                 self.scanner = None
                 pos = self._value(text, colon[0])
                 assert not isinstance(pos, _End)  # (only an envelope's value ends the feed there)
-                rest = self.feed(text, pos) if pos < len(text) else None
-                if rest is None:
-                    return self.out.take()
-                self.end = rest
-                return None
+                return self._after_value(text[pos:]) if pos < len(text) else self.out.take()
         return self.fed(text)
+
+    def _key_begins(self, key: str) -> None:
+        """A key-start edge matched (see ``_KEY_START``): in the object, before a member; ``key``: its beginning, from
+        the opening quote (``""``: none yet)."""
+        if key:
+            scanner = self.scanner = JsonValueScanner(max_depth=self.max_depth)
+            scanner.started = scanner.in_string = True
+            self.key_raw = key
+            self.state = _KEY
+        else:
+            self.state = _OBJ
+
+    def _after_value(self, rest: str) -> list[Delta] | None:
+        """:meth:`fast`'s end for a chunk in which a member's value ended before ``rest`` (not empty): a comma and
+        perhaps the next key's beginning in one step (``_NEXT_KEY_START``), else the walk; then the chunk's deltas,
+        or ``None`` with :attr:`end` set when the body ended."""
+        start = _NEXT_KEY_START.seen.get(rest)
+        if start is None:
+            start = _NEXT_KEY_START.find(rest)
+        if start and len(start[1]) <= MAX_NAME:
+            self._key_begins(start[1])
+        else:
+            end = self.feed(rest)
+            if end is not None:
+                self.end = end
+                return None
+        return self.out.take()
 
     def _value(self, text: str, pos: int) -> int | _End:
         end = len(text)
