@@ -32,19 +32,20 @@ __all__ = [
 ToolTypes = dict[str, dict[str, Any]]
 """Tool name -> parameter name -> JSON schema of that parameter."""
 
-Lane = tuple[str, str, list[str], int, JsonValueScanner | None]
+Lane = tuple[str, str, list[str], int]
 """A body's lane (:attr:`Body.lane_to`): two stop characters (the same one twice if there is one; two ``in`` tests
-cost less than a pattern's search; ``""``: every chunk stops), the list a chunk is appended to, the index of the
-call whose argument delta the chunk is (``-1``: no delta), and the scanner of streamed JSON arguments inside an
-object or array, or ``None``. With a scanner, a chunk that stops the lane but holds quotes and no bracket or
-backslash (:data:`~turnkit.parse._json_scan.QUOTES`) stays on it, an odd count flipping the scanner's string
-state: the lane then stops at a quote or backslash inside a string, at every chunk outside one."""
+cost less than a pattern's search; ``""``: every chunk stops), the list a chunk is appended to, and the index of the
+call whose argument delta the chunk is (``-1``: no delta). A lane with an index is one of streamed JSON arguments
+inside an object or array (:attr:`LaneTaker._lane_scanner` their scanner): a chunk that stops it but holds quotes
+and no bracket or backslash (:data:`~turnkit.parse._json_scan.QUOTES`) stays on it, an odd count flipping the
+scanner's string state; the lane then stops at a quote or backslash inside a string, at every chunk outside one."""
 
 
 class LaneTaker(Protocol):
     """Where a body puts the lane it opens (:attr:`Body.lane_to`): the engine, whose ``feed`` takes it."""
 
     _lane: Lane | None
+    _lane_scanner: JsonValueScanner | None
 
 
 class Reject(enum.Enum):

@@ -454,13 +454,12 @@ class JsonCallsBody(Body):
                     return self._after_value(text[pos:]) if pos < len(text) else self.out.take()
         sink = self.sink
         if sink is not None:  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
-            if not scanner.escape and (to := self.lane_to) is not None:
-                # streamed arguments: inside a string, so are the next chunks without a quote or backslash; inside
-                # an object or array, quote-only chunks only flip the string state (see Lane)
-                if scanner.in_string:
-                    to._lane = ('"', "\\", sink, self.sink_index, scanner if scanner.depth else None)
-                elif scanner.depth:
-                    to._lane = ("", "", sink, self.sink_index, scanner)
+            if scanner.depth and not scanner.escape and (to := self.lane_to) is not None:
+                # streamed arguments inside an object or array: inside a string, so are the next chunks without a
+                # quote or backslash; quote-only chunks only flip the string state (see Lane)
+                index = self.sink_index
+                to._lane = ('"', "\\", sink, index) if scanner.in_string else ("", "", sink, index)
+                to._lane_scanner = scanner
             sink.append(text)
             return [{"tool_calls": [{"index": self.sink_index, "function": {"arguments": text}}]}]
         if self.role is not _SKIP:

@@ -293,7 +293,7 @@ class XmlParamsBody(Body):
                     stops = self.plan.value_stops
                     to = self.lane_to
                     if stops and to is not None:
-                        to._lane = (stops[0], stops[-1], self.value_parts, -1, None)
+                        to._lane = (stops[0], stops[-1], self.value_parts, -1)
                     self.value_parts.append(text)
                     return []
                 if self.spec.trim == "space" and self.value_started and _NEEDS_ESCAPE.search(text) is None:
