@@ -494,7 +494,13 @@ class JsonCallsBody(Body):
             if start is None:
                 start = edge.find(text)
             if start and len(start[1]) <= MAX_NAME:
-                self._key_begins(start[1])
+                if not start[1]:  # only whitespace and commas (after the comma or brace)
+                    self.state = _OBJ
+                    return []
+                scanner = self.scanner = JsonValueScanner(max_depth=self.max_depth)  # (_key_begins, inlined)
+                scanner.started = scanner.in_string = True
+                self.key_raw = start[1]
+                self.state = _KEY
                 return []
         elif state is _COLON and self.role is not _ENVELOPE:
             colon = _COLON_MARK.seen.get(text)
