@@ -278,16 +278,18 @@ class StreamParser:
         lane = self._lane
         if lane is not None:  # the hottest path: more text of a body's run (see Body.lane_to), kept with its delta
             stop, also, sink, index = lane
-            if type(text) is str and text:
-                size = self._size + len(text)
-                if size <= self._max_input:
-                    if stop not in text and also not in text:
+            if type(text) is str:
+                if stop not in text and also not in text and text:
+                    size = self._size + len(text)
+                    if size <= self._max_input:
                         sink.append(text)
                         self._size = size
-                        if index < 0:
-                            return []
-                        return [{"tool_calls": [{"index": index, "function": {"arguments": text}}]}]
-                    if index >= 0 and (quotes := QUOTES.get(text, 2)) < 2:  # (JSON arguments: see Lane)
+                        return (
+                            [] if index < 0 else [{"tool_calls": [{"index": index, "function": {"arguments": text}}]}]
+                        )
+                elif index >= 0 and (quotes := QUOTES.get(text, 2)) < 2:
+                    size = self._size + len(text)  # (quotes only, inside JSON arguments' object or array: see Lane)
+                    if size <= self._max_input:
                         sink.append(text)
                         self._size = size
                         if quotes:
