@@ -11,8 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.parse.deltas import accumulate, without_flags
+from turnkit.errors import LimitExceededError
 from turnkit.parse import FormatSpec, JsonCalls, Reasoning, ToolRegion, XmlParams, load_format
 
 ODD = "\x00\x01\x1b\u2028\udc80\xa0"
@@ -220,13 +223,14 @@ def test_text_then_a_marker_beginning_releases_the_text_and_holds_the_beginning(
 
 
 def test_remembered_argument_chunks_read_as_new_ones_and_stay_bounded() -> None:
-    """JSON-call chunks are remembered by text (``json_calls._QUOTES`` inside the arguments, each edge pattern's
+    """JSON-call chunks are remembered by text (``_json_scan.QUOTES`` inside the arguments, each edge pattern's
     ``seen`` at keys and colons): a second stream of the same chunks (all remembered) gives what the first gave, and
     streams of ever new chunks leave each table at its bound."""
     from turnkit.parse._bodies import json_calls
+    from turnkit.parse._json_scan import QUOTES, REMEMBERED, REMEMBERED_CHUNK
 
     edges = (json_calls._KEY_START, json_calls._NEXT_KEY_START, json_calls._OBJECT_KEY_START)
-    tables = [json_calls._QUOTES, *(edge.seen for edge in (*edges, json_calls._COLON_MARK, json_calls._KEY_END))]
+    tables = [QUOTES, *(edge.seen for edge in (*edges, json_calls._COLON_MARK, json_calls._KEY_END))]
     for table in tables:
         table.clear()
     text = '<tool_call>\n{"name": "f", "id": "i", "arguments": {"a": "x\\"", "b": ["{", 2], "c": "\\\\", "d": "y"}}\n'
@@ -242,12 +246,42 @@ def test_remembered_argument_chunks_read_as_new_ones_and_stay_bounded() -> None:
             "d": "y",
         }
     assert all(tables)
-    for n in range(json_calls._REMEMBERED // 50 + 2):
+    for n in range(REMEMBERED // 50 + 2):
         words = [f' "k{n}_{i}": "v",' for i in range(60)]
         _run("hermes", None, None, ['<tool_call>\n{"name": "f", "arguments": {', *words, ' "z": 1}}'])
         keys = [piece for i in range(50) for piece in (f' "k{n}_{i}', '": ', "1,")]
         _run("hermes", None, None, ['<tool_call>\n{"name": "f",', *keys, ' "arguments": {}}'])
-    for table in (json_calls._QUOTES, json_calls._KEY_START.seen):
-        assert len(table) == json_calls._REMEMBERED
+    for table in (QUOTES, json_calls._KEY_START.seen):
+        assert len(table) == REMEMBERED
     for table in tables:
-        assert all(len(chunk) <= json_calls._REMEMBERED_CHUNK for chunk in table)
+        assert all(len(chunk) <= REMEMBERED_CHUNK for chunk in table)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    texts=st.lists(st.text(alphabet='{}[]"\\a ,', max_size=20), min_size=1, max_size=6),
+    opening=st.sampled_from(["{", "[", '{"', '["', "[[", "{[{"]),
+    max_depth=st.integers(min_value=1, max_value=4),
+)
+def test_remembered_walks_end_a_value_where_the_scan_does(texts: list[str], opening: str, max_depth: int) -> None:
+    """A short chunk's walk inside an object or array, remembered in ``_json_scan.WALKS`` (from either string state),
+    gives the scanner's answers and state, and its depth error at the same bracket, as the scan loop."""
+    from turnkit.parse import _json_scan
+
+    def run(remembered: int) -> list[object]:
+        _json_scan.WALKS.clear()
+        saved, _json_scan.REMEMBERED = _json_scan.REMEMBERED, remembered
+        scanner = _json_scan.JsonValueScanner(max_depth=max_depth)
+        seen: list[object] = []
+        try:
+            for text in [opening, *texts]:
+                seen.append((scanner.feed(text), scanner.depth, scanner.in_string, scanner.escape))
+                if seen[-1][0] != -1:  # type: ignore[index]
+                    break
+        except LimitExceededError as error:
+            seen.append(str(error))
+        finally:
+            _json_scan.REMEMBERED = saved
+        return seen
+
+    assert run(len(_json_scan.WALKS) + 10_000) == run(0)

@@ -21,7 +21,7 @@ from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.messages import AssistantMessage
 from turnkit.parse._bodies import REJECT, Body, Fed, Lane, ToolTypes, body_class
 from turnkit.parse._emit import CONTENT, REASONING, Delta, Emitter
-from turnkit.parse._json_scan import JsonDepthGauge
+from turnkit.parse._json_scan import QUOTES, JsonDepthGauge, JsonValueScanner
 from turnkit.parse._markers import MarkerScanner, MarkerSet
 from turnkit.parse._spec import FormatSpec, Harmony, Reasoning, Section, ToolRegion
 
@@ -201,6 +201,7 @@ class StreamParser:
         "_max_input",
         "_fast",
         "_lane",
+        "_lane_scanner",
         "_fast_loud",
         "_mode",
         "_scanner",
@@ -245,6 +246,7 @@ class StreamParser:
         self._max_input = limits.max_input_chars
         self._fast: Callable[[str], list[Delta] | None] | None = None  # set by _arm (see there)
         self._lane: Lane | None = None  # a body's lane, put here by its step (see Body.lane_to)
+        self._lane_scanner: JsonValueScanner | None = None  # the scanner of a JSON lane (see Lane)
         self._fast_loud = self._c.content_markers.loud  # set by _arm: the current scanner's markers' test
         self._mode = _CONTENT
         # One scanner for the parser's life: each mode switch sets its marker set, holding nothing.
@@ -276,12 +278,26 @@ class StreamParser:
         lane = self._lane
         if lane is not None:  # the hottest path: more text of a body's run (see Body.lane_to), kept with its delta
             stop, also, sink, index = lane
-            if type(text) is str and stop not in text and also not in text and text:
-                size = self._size + len(text)
-                if size <= self._max_input:
-                    sink.append(text)
-                    self._size = size
-                    return [] if index < 0 else [{"tool_calls": [{"index": index, "function": {"arguments": text}}]}]
+            if type(text) is str:
+                if stop not in text and also not in text and text:
+                    size = self._size + len(text)
+                    if size <= self._max_input:
+                        sink.append(text)
+                        self._size = size
+                        return (
+                            [] if index < 0 else [{"tool_calls": [{"index": index, "function": {"arguments": text}}]}]
+                        )
+                elif index >= 0 and (quotes := QUOTES.get(text, 2)) < 2:
+                    size = self._size + len(text)  # (quotes only, inside JSON arguments' object or array: see Lane)
+                    if size <= self._max_input:
+                        sink.append(text)
+                        self._size = size
+                        if quotes:
+                            scanner = self._lane_scanner
+                            assert scanner is not None
+                            scanner.in_string = in_string = not scanner.in_string
+                            self._lane = ('"', "\\", sink, index) if in_string else ("", "", sink, index)
+                        return [{"tool_calls": [{"index": index, "function": {"arguments": text}}]}]
             self._lane = None
         # The hot path: a chunk that the armed fast step (see _arm) can take in one step.
         fast = self._fast

@@ -16,7 +16,19 @@ from typing import Any
 
 from turnkit.errors import LimitExceededError, snippet_around
 
-__all__ = ["JsonDepthGauge", "JsonValueScanner", "json_string_body", "json_text", "plain_string", "too_deep"]
+__all__ = [
+    "QUOTES",
+    "REMEMBERED",
+    "REMEMBERED_CHUNK",
+    "WALKS",
+    "JsonDepthGauge",
+    "JsonValueScanner",
+    "json_string_body",
+    "json_text",
+    "plain_string",
+    "quote_kind",
+    "too_deep",
+]
 
 _STRING_STOP = re.compile(r'["\\]')
 _NEST_STOP = re.compile(r'["{}\[\]]')
@@ -39,6 +51,19 @@ class JsonValueScanner:
 
     def feed(self, text: str) -> int:
         """Index in ``text`` just past the end of the value, or ``-1`` if it continues."""
+        depth = self.depth
+        if depth and not self.escape:  # inside an object or array: a short chunk's walk is remembered (see WALKS)
+            walks = WALKS.get(text)
+            if walks is None and len(WALKS) < REMEMBERED and len(text) <= REMEMBERED_CHUNK:
+                walks = WALKS[text] = _walks(text)
+            if walks:
+                in_string, change, peak, ends = walks[self.in_string]
+                if depth + peak <= self.max_depth:  # (else the loop, which raises where the value nests too deep)
+                    if depth <= len(ends):
+                        self.depth, self.in_string = 0, False
+                        return ends[depth - 1]
+                    self.depth, self.in_string = depth + change, in_string
+                    return -1
         pos = 0
         end = len(text)
         if not self.started and end:
@@ -92,6 +117,62 @@ class JsonValueScanner:
                 if self.depth == 0:
                     return pos
         return -1
+
+
+REMEMBERED = 4096
+REMEMBERED_CHUNK = 16
+"""What a chunk does at an edge or inside JSON arguments is remembered by its text (the chunks of a stream are the
+model's tokens, and the same few, ``", "`` or ``": {"``, come again and again): for at most this many chunks per
+table, each at most this long (other chunks are read anew each time)."""
+
+QUOTES: dict[str, int] = {}
+"""Chunks by what their quotes do inside an object or array (see :func:`quote_kind`), remembered."""
+
+
+def quote_kind(text: str) -> int:
+    """What a non-empty ``text`` does to a :class:`JsonValueScanner` inside an object or array, outside an escape:
+    0 or 1 when it has no bracket or backslash, its quotes' count modulo 2 (each opens or closes a string, the value
+    goes on); 2 else."""
+    if "\\" in text or "{" in text or "}" in text or "[" in text or "]" in text:
+        kind = 2
+    else:
+        kind = text.count('"') & 1
+    if len(QUOTES) < REMEMBERED and 0 < len(text) <= REMEMBERED_CHUNK:  # ("" never: a lane's lookup of it fails)
+        QUOTES[text] = kind
+    return kind
+
+
+_Walk = tuple[bool, int, int, tuple[int, ...]]
+"""What a chunk does inside an object or array: the string state after it, the change of depth, the deepest it
+goes (relative), and the position just past the bracket at which it first closes 1, 2, ... levels."""
+
+WALKS: dict[str, tuple[_Walk, _Walk] | tuple[()]] = {}
+"""Short chunks by their walk from outside and from inside a string (``()``: a backslash, walked by the loop),
+remembered."""
+
+
+def _walks(text: str) -> tuple[_Walk, _Walk] | tuple[()]:
+    """:data:`WALKS`' entry for ``text``: its walk (see ``_Walk``) starting outside and starting inside a string."""
+    if "\\" in text:
+        return ()
+    found = []
+    for in_string in (False, True):
+        depth = peak = 0
+        ends: list[int] = []
+        for pos, char in enumerate(text):
+            if char == '"':
+                in_string = not in_string
+            elif in_string:
+                continue
+            elif char in "{[":
+                depth += 1
+                peak = max(peak, depth)
+            elif char in "}]":
+                depth -= 1
+                if -depth > len(ends):
+                    ends.append(pos + 1)
+        found.append((in_string, depth, peak, tuple(ends)))
+    return found[0], found[1]
 
 
 class JsonDepthGauge:

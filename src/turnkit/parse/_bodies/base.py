@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from turnkit._json import json_loads
 from turnkit.parse._emit import Delta, Emitter
-from turnkit.parse._json_scan import JsonDepthGauge
+from turnkit.parse._json_scan import JsonDepthGauge, JsonValueScanner
 from turnkit.parse._spec import BodySpec
 
 __all__ = [
@@ -34,14 +34,18 @@ ToolTypes = dict[str, dict[str, Any]]
 
 Lane = tuple[str, str, list[str], int]
 """A body's lane (:attr:`Body.lane_to`): two stop characters (the same one twice if there is one; two ``in`` tests
-cost less than a pattern's search), the list a chunk is appended to, and the index of the call whose argument
-delta the chunk is (``-1``: no delta)."""
+cost less than a pattern's search; ``""``: every chunk stops), the list a chunk is appended to, and the index of the
+call whose argument delta the chunk is (``-1``: no delta). A lane with an index is one of streamed JSON arguments
+inside an object or array (:attr:`LaneTaker._lane_scanner` their scanner): a chunk that stops it but holds quotes
+and no bracket or backslash (:data:`~turnkit.parse._json_scan.QUOTES`) stays on it, an odd count flipping the
+scanner's string state; the lane then stops at a quote or backslash inside a string, at every chunk outside one."""
 
 
 class LaneTaker(Protocol):
     """Where a body puts the lane it opens (:attr:`Body.lane_to`): the engine, whose ``feed`` takes it."""
 
     _lane: Lane | None
+    _lane_scanner: JsonValueScanner | None
 
 
 class Reject(enum.Enum):

@@ -15,7 +15,15 @@ from turnkit._json import json_loads
 from turnkit.parse._bodies.base import MAX_NAME, REJECT, WS, Body, Fed, ToolTypes, after_fence, check_depth
 from turnkit.parse._bodies.json_args import JsonArgsBody
 from turnkit.parse._emit import Delta, Emitter
-from turnkit.parse._json_scan import JsonValueScanner, json_text, plain_string
+from turnkit.parse._json_scan import (
+    QUOTES,
+    REMEMBERED,
+    REMEMBERED_CHUNK,
+    JsonValueScanner,
+    json_text,
+    plain_string,
+    quote_kind,
+)
 from turnkit.parse._spec import JsonCalls
 
 __all__ = ["JsonCallsBody"]
@@ -85,12 +93,6 @@ class _Role(enum.Enum):
 
 _NAME, _ARGS, _ID, _CONTENT, _ENVELOPE, _SKIP = _Role
 
-_REMEMBERED = 4096
-_REMEMBERED_CHUNK = 16
-"""What a chunk does at an edge or inside the arguments is remembered by its text (the chunks of a stream are the
-model's tokens, and the same few, ``", "`` or ``": {"``, come again and again): for at most this many chunks per
-table, each at most this long (other chunks are read anew each time)."""
-
 
 class _Edge:
     """A pattern matched at a chunk's start: its end and groups (``""`` for a group that did not take part; ``()``
@@ -106,16 +108,17 @@ class _Edge:
         """The match of a chunk not in :attr:`seen` (remembered there while it has room)."""
         found = self.match(text)
         result = () if found is None else (found.end(), *found.groups(""))
-        if len(self.seen) < _REMEMBERED and len(text) <= _REMEMBERED_CHUNK:
+        if len(self.seen) < REMEMBERED and len(text) <= REMEMBERED_CHUNK:
             self.seen[text] = result
         return result
 
 
-_KEY_START = _Edge(r'[ \t\r\n,]*("[^"\\]*)\Z')
-"""In an object before a member: a chunk that only begins the next key (its opening quote and plain text)."""
-_NEXT_KEY_START = _Edge(r'[ \t\r\n]*,[ \t\r\n,]*("[^"\\]*)\Z')
+_KEY_START = _Edge(r'[ \t\r\n,]*("[^"\\]*)?\Z')
+"""In an object before a member: a chunk that only begins the next key (its opening quote and plain text), or holds
+no more than whitespace and commas (the group ``""``)."""
+_NEXT_KEY_START = _Edge(r'[ \t\r\n]*,[ \t\r\n,]*("[^"\\]*)?\Z')
 """After a member's value: the same after the comma."""
-_OBJECT_KEY_START = _Edge(r'[ \t\r\n]*\{[ \t\r\n,]*("[^"\\]*)\Z')
+_OBJECT_KEY_START = _Edge(r'[ \t\r\n]*\{[ \t\r\n,]*("[^"\\]*)?\Z')
 """Before the value: the same after the call object's ``{`` (leading whitespace is kept only while a fence may
 follow, which ``{`` rules out)."""
 _OBJECT_END = re.compile(r"[ \t\r\n]*\}")
@@ -124,22 +127,6 @@ _COLON_MARK = _Edge(r"[ \t\r\n]*:[ \t\r\n]*")
 """After a member's key: the colon (a value may begin after it)."""
 _KEY_END = _Edge(r'([^"\\]*")[ \t\r\n]*(:[ \t\r\n]*)?\Z')
 """Inside a key: a chunk that ends it (plain text, the closing quote), perhaps with the colon, no value yet."""
-
-_QUOTES: dict[str, int] = {}
-"""Argument chunks by what their quotes do inside an object or array (see :func:`_quotes`), remembered."""
-
-
-def _quotes(text: str) -> int:
-    """What ``text`` does inside an object or array, outside an escape: 0 or 1 when it has no bracket or
-    backslash, its quotes' count modulo 2 (each opens or closes a string, the value goes on); 2 else."""
-    if "\\" in text or "{" in text or "}" in text or "[" in text or "]" in text:
-        kind = 2
-    else:
-        kind = text.count('"') & 1
-    if len(_QUOTES) < _REMEMBERED and len(text) <= _REMEMBERED_CHUNK:
-        _QUOTES[text] = kind
-    return kind
-
 
 _MAX_FENCE_LINE = 64
 _MAX_WRAP_TAG = 32
@@ -442,8 +429,8 @@ class JsonCallsBody(Body):
                 return self.fed(text)
             quotes = 2
             if scanner.depth and not scanner.escape:
-                known = _QUOTES.get(text)
-                quotes = _quotes(text) if known is None else known
+                known = QUOTES.get(text)
+                quotes = quote_kind(text) if known is None else known
             if quotes != 2:  # quotes only, inside an object or array: each opens or closes a string, the value goes on
                 if quotes:
                     scanner.in_string = not scanner.in_string
@@ -463,16 +450,16 @@ class JsonCallsBody(Body):
                         self.state = _DONE
                         self.end = text[close.end() :]
                         return None
-                    rest = self.feed(text, self._value_piece(text, 0, stop))
-                    if rest is None:
-                        return self.out.take()
-                    self.end = rest
-                    return None
+                    pos = self._value_piece(text, 0, stop)
+                    return self._after_value(text[pos:]) if pos < len(text) else self.out.take()
         sink = self.sink
         if sink is not None:  # Emitter.args_delta, inlined: one argument fragment as this feed's only delta
-            if scanner.in_string and not scanner.escape and (to := self.lane_to) is not None:
-                # inside a string in streamed arguments: so are the next chunks without a quote or backslash
-                to._lane = ('"', "\\", sink, self.sink_index)
+            if scanner.depth and not scanner.escape and (to := self.lane_to) is not None:
+                # streamed arguments inside an object or array: inside a string, so are the next chunks without a
+                # quote or backslash; quote-only chunks only flip the string state (see Lane)
+                index = self.sink_index
+                to._lane = ('"', "\\", sink, index) if scanner.in_string else ("", "", sink, index)
+                to._lane_scanner = scanner
             sink.append(text)
             return [{"tool_calls": [{"index": self.sink_index, "function": {"arguments": text}}]}]
         if self.role is not _SKIP:
@@ -507,7 +494,10 @@ class JsonCallsBody(Body):
             if start is None:
                 start = edge.find(text)
             if start and len(start[1]) <= MAX_NAME:
-                scanner = self.scanner = JsonValueScanner(max_depth=self.max_depth)
+                if not start[1]:  # only whitespace and commas (after the comma or brace)
+                    self.state = _OBJ
+                    return []
+                scanner = self.scanner = JsonValueScanner(max_depth=self.max_depth)  # (_key_begins, inlined)
                 scanner.started = scanner.in_string = True
                 self.key_raw = start[1]
                 self.state = _KEY
@@ -521,12 +511,35 @@ class JsonCallsBody(Body):
                 self.scanner = None
                 pos = self._value(text, colon[0])
                 assert not isinstance(pos, _End)  # (only an envelope's value ends the feed there)
-                rest = self.feed(text, pos) if pos < len(text) else None
-                if rest is None:
-                    return self.out.take()
-                self.end = rest
-                return None
+                return self._after_value(text[pos:]) if pos < len(text) else self.out.take()
         return self.fed(text)
+
+    def _key_begins(self, key: str) -> None:
+        """A key-start edge matched (see ``_KEY_START``): in the object, before a member; ``key``: its beginning, from
+        the opening quote (``""``: none yet)."""
+        if key:
+            scanner = self.scanner = JsonValueScanner(max_depth=self.max_depth)
+            scanner.started = scanner.in_string = True
+            self.key_raw = key
+            self.state = _KEY
+        else:
+            self.state = _OBJ
+
+    def _after_value(self, rest: str) -> list[Delta] | None:
+        """:meth:`fast`'s end for a chunk in which a member's value ended before ``rest`` (not empty): a comma and
+        perhaps the next key's beginning in one step (``_NEXT_KEY_START``), else the walk; then the chunk's deltas,
+        or ``None`` with :attr:`end` set when the body ended."""
+        start = _NEXT_KEY_START.seen.get(rest)
+        if start is None:
+            start = _NEXT_KEY_START.find(rest)
+        if start and len(start[1]) <= MAX_NAME:
+            self._key_begins(start[1])
+        else:
+            end = self.feed(rest)
+            if end is not None:
+                self.end = end
+                return None
+        return self.out.take()
 
     def _value(self, text: str, pos: int) -> int | _End:
         end = len(text)
