@@ -287,6 +287,7 @@ def _ray_results(worker: Worker, path: str, kind: str, workers: int, batch_size:
             yield _Done(encode_rows(rows, kind, ints), count, errors)
 
 
+@terminate_as_interrupt()  # SIGTERM stops the run as Ctrl-C does, when the program has no handler of its own
 def run(
     worker: Worker,
     input: str | os.PathLike[str],  # noqa: A002
@@ -328,55 +329,54 @@ def run(
         raise TurnkitError(f"engine must be 'local' or 'ray', got {engine!r}", code="batch_usage")
     if workers < 1 or batch_size < 1:
         raise TurnkitError("workers and batch_size must be at least 1", code="batch_usage")
-    with terminate_as_interrupt():  # SIGTERM stops the run as Ctrl-C does, when the program has no handler of its own
-        kind = file_kind(output)
-        source = open_source(input)
-        if os.path.abspath(os.fspath(input)) == os.path.abspath(os.fspath(output)):
-            raise TurnkitError("the output would overwrite the input: choose another output path", code="batch_usage")
-        remove_stale(os.fspath(output))  # what killed runs on this output left (never a live run's)
-        skip = complete_rows(output) if resume else 0
-        summary = Summary(skipped=skip)
-        started = time.perf_counter()
-        bar = _Progress(source.total, skip) if progress else None
-        declared = _declared_columns(worker, source.columns)
-        sink = open_sink(output, append=resume and skip > 0, declared=declared)
-        tail: str | None = None
-        results: Generator[_Done, None, None] | None = None
-        try:
-            if engine == "ray":
-                path = source.path
-                if skip:
-                    # Ray reads whole files: give it only the rows still to do
-                    tail = f"{os.fspath(output)}.tail{os.path.splitext(source.path)[1]}"
-                    source.tail(skip, tail)
-                    path = tail
-                results = _ray_results(worker, path, kind, workers, batch_size)
-            else:
-                results = _local_results(worker, source, kind, workers, batch_size, skip, os.fspath(output), method)
-            for done in results:
-                errors = dict(done.errors)
-                added = sink.write_encoded(done.payload, done.count)
-                for index in sorted(added):
-                    if index not in errors:
-                        errors[index] = added[index]
-                summary.errors += len(errors)
-                for index in sorted(errors)[: max(0, 5 - len(summary.first_errors))]:
-                    summary.first_errors.append(f"row {skip + summary.rows + index + 1}: {errors[index]}")
-                summary.rows += done.count
-                if bar is not None:
-                    bar.advance(done.count)
-                if on_batch is not None:
-                    on_batch(summary.rows)
-        finally:
-            if results is not None:
-                results.close()  # now, not when the traceback is gone: stops the workers and removes the part files
-            sink.close()
-            if tail is not None and os.path.exists(tail):
-                os.remove(tail)
+    kind = file_kind(output)
+    source = open_source(input)
+    if os.path.abspath(os.fspath(input)) == os.path.abspath(os.fspath(output)):
+        raise TurnkitError("the output would overwrite the input: choose another output path", code="batch_usage")
+    remove_stale(os.fspath(output))  # what killed runs on this output left (never a live run's)
+    skip = complete_rows(output) if resume else 0
+    summary = Summary(skipped=skip)
+    started = time.perf_counter()
+    bar = _Progress(source.total, skip) if progress else None
+    declared = _declared_columns(worker, source.columns)
+    sink = open_sink(output, append=resume and skip > 0, declared=declared)
+    tail: str | None = None
+    results: Generator[_Done, None, None] | None = None
+    try:
+        if engine == "ray":
+            path = source.path
+            if skip:
+                # Ray reads whole files: give it only the rows still to do
+                tail = f"{os.fspath(output)}.tail{os.path.splitext(source.path)[1]}"
+                source.tail(skip, tail)
+                path = tail
+            results = _ray_results(worker, path, kind, workers, batch_size)
+        else:
+            results = _local_results(worker, source, kind, workers, batch_size, skip, os.fspath(output), method)
+        for done in results:
+            errors = dict(done.errors)
+            added = sink.write_encoded(done.payload, done.count)
+            for index in sorted(added):
+                if index not in errors:
+                    errors[index] = added[index]
+            summary.errors += len(errors)
+            for index in sorted(errors)[: max(0, 5 - len(summary.first_errors))]:
+                summary.first_errors.append(f"row {skip + summary.rows + index + 1}: {errors[index]}")
+            summary.rows += done.count
             if bar is not None:
-                bar.close()
-            summary.seconds = time.perf_counter() - started
-        return summary
+                bar.advance(done.count)
+            if on_batch is not None:
+                on_batch(summary.rows)
+    finally:
+        if results is not None:
+            results.close()  # now, not when the traceback is gone: stops the workers and removes the part files
+        sink.close()
+        if tail is not None and os.path.exists(tail):
+            os.remove(tail)
+        if bar is not None:
+            bar.close()
+        summary.seconds = time.perf_counter() - started
+    return summary
 
 
 def _declared_columns(worker: Worker, input_columns: list[str]) -> list[str]:
