@@ -20,11 +20,27 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["Journal", "previous_path", "recover"]
+__all__ = ["Journal", "parquet_writer", "previous_path", "recover"]
 
 _JOURNAL = ".journal"
 _PREVIOUS = ".resume"
 _REBUILT = ".recovering"
+
+
+def parquet_writer(path: str, schema: Any, pq: Any) -> Any:
+    """The writer of a parquet output, here so a recovered file is written as the run would have written it.
+
+    Token columns (``list<int64>``) skip dictionary encoding and statistics, and pages are LZ4-compressed: the
+    same schema and values as pyarrow's defaults (Snappy, every column dictionary-encoded, with statistics), about
+    40 % less CPU a row and a ~10 % smaller file (a small-tokenizer chat row: 29 -> 18 us, 483 -> 444 KB for 1,000
+    rows; docs/training.md). Dictionary-encoding ~1,300 ids a row costs a hash each, and Snappy does poorly on
+    plain int64 pages, LZ4 well. Parquet's LZ4 is LZ4_RAW: Spark reads it from 3.5 (parquet-mr 1.13) on.
+    """
+    import pyarrow as pa
+
+    lists = {field.name for field in schema if pa.types.is_list(field.type)}
+    others = [name for name in schema.names if name not in lists]
+    return pq.ParquetWriter(path, schema, use_dictionary=others, write_statistics=others, compression="lz4")
 
 
 def previous_path(output: str) -> str:
@@ -108,7 +124,7 @@ def _rebuild(journal: str, rebuilt: str, pq: Any) -> int | None:
         except (pa.ArrowInvalid, OSError):
             return None
         try:
-            with pq.ParquetWriter(rebuilt, reader.schema) as writer:
+            with parquet_writer(rebuilt, reader.schema, pq) as writer:
                 for batch in _whole(reader):
                     writer.write_batch(batch)
                     rows += batch.num_rows
