@@ -3,11 +3,12 @@
     python bench/batch_scaling.py                 # 4000 chat rows, small tokenizer, JSON lines, 3 rounds
     python bench/batch_scaling.py --rows 6000 --format parquet
     python bench/batch_scaling.py --rows 1000 --rounds 5 --dataset agent
-    python bench/batch_scaling.py --rows 2000 --format parquet --ballast   # a process as big as bench/batch.py's
+    python bench/batch_scaling.py --rows 2000 --format parquet --ballast 1000   # a process as big as bench/batch.py's
     python bench/batch_scaling.py --rows 200 --start-method spawn   # workers spawned, not forked
 
-By default the process is lean (only turnkit loaded), as the CLI runs. ``--ballast`` first imports transformers
-and datasets, as bench/batch.py does, so the forked workers start from a process of ~0.5 GB instead. Rounds
+By default the process is lean (only turnkit loaded), as the CLI runs. ``--ballast MB`` first imports transformers
+and datasets and holds MB of small Python objects, so the forked workers start from a process as big as
+bench/batch.py's (~1.2 GB). Rounds
 alternate 1 and 2 workers, each with a fresh renderer (an empty memo of pieces); the figures are conversations
 per wall second, with the CPU seconds of the main process and of the workers and the workers' minor page faults
 (copy-on-write of the pages they inherited, among others). ``--format parquet`` reads and writes parquet
@@ -46,12 +47,20 @@ def _write_input(path: Path, rows: list[dict[str, object]], kind: str) -> Path:
     return target
 
 
-def _ballast() -> None:
-    """Import what bench/batch.py's process holds (transformers, datasets), so forked workers inherit it."""
+_BALLAST: list[object] = []
+
+
+def _ballast(megabytes: int) -> None:
+    """Import what bench/batch.py's process holds (transformers, datasets) and keep ``megabytes`` of small Python
+    objects alive (its rows, tokenizers and results), so forked workers inherit a process of that size."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import datasets  # noqa: F401
         import transformers  # noqa: F401
+    # ~1 KB a row: a dict of a few strings and a list of ints, as rows and their results are
+    _BALLAST.extend(
+        {"text": f"row {i} " * 8, "ids": list(range(i % 97, i % 97 + 64))} for i in range(megabytes * 1024 // 3)
+    )
 
 
 def main() -> None:
@@ -62,12 +71,14 @@ def main() -> None:
     parser.add_argument("--dataset", default="chat", choices=["chat", "chat-intl", "agent"])
     parser.add_argument("--format", default="jsonl", choices=["jsonl", "parquet"], help="input and output kind")
     parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--ballast", action="store_true", help="import transformers and datasets first")
+    parser.add_argument(
+        "--ballast", type=int, default=0, metavar="MB", help="import transformers and datasets, and hold MB of objects"
+    )
     parser.add_argument("--start-method", choices=["fork", "forkserver", "spawn"], help="default: turnkit's")
     args = parser.parse_args()
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     if args.ballast:
-        _ballast()
+        _ballast(args.ballast)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "model"
         folder.mkdir()
