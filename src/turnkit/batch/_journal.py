@@ -31,10 +31,10 @@ def parquet_writer(path: str, schema: Any, pq: Any) -> Any:
     """The writer of a parquet output, here so a recovered file is written as the run would have written it.
 
     Token columns (``list<int64>``) skip dictionary encoding and statistics, and pages are LZ4-compressed: the
-    same schema and values as pyarrow's defaults (Snappy, every column dictionary-encoded, with statistics), about
-    40 % less CPU a row and a ~10 % smaller file (a small-tokenizer chat row: 29 -> 18 us, 483 -> 444 KB for 1,000
-    rows; docs/training.md). Dictionary-encoding ~1,300 ids a row costs a hash each, and Snappy does poorly on
-    plain int64 pages, LZ4 well. Parquet's LZ4 is LZ4_RAW: Spark reads it from 3.5 (parquet-mr 1.13) on.
+    same schema and values as pyarrow's defaults (Snappy, every column dictionary-encoded, with statistics) for
+    ~35-45 % less CPU a row and a file within 10 % of the size (``bench/batch_parquet.py``). Dictionary-encoding
+    ~1,300 ids a row costs a hash each, and Snappy does poorly on plain int64 pages, LZ4 well. Parquet's LZ4 is
+    LZ4_RAW, which Spark reads from 3.5 (parquet-mr 1.13) on.
     """
     import pyarrow as pa
 
