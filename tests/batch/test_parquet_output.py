@@ -118,4 +118,5 @@ def test_a_packed_table_is_the_same_table_and_much_smaller_to_pickle() -> None:
     )
     packed = pickle.loads(pickle.dumps(Packed(table)))
     assert packed.table().equals(table) and packed.table().schema == table.schema
-    assert len(pickle.dumps(Packed(table))) * 4 < len(pickle.dumps(table))
+    if pa.Codec.is_available("lz4"):
+        assert len(pickle.dumps(Packed(table))) * 4 < len(pickle.dumps(table))

@@ -207,8 +207,9 @@ class Part:
 
 class Packed:
     """An Arrow table (parquet output) as a worker process hands it back: an Arrow IPC stream with LZ4-compressed
-    buffers. Pickled as it is, a batch's table goes through the pipe at ~24 KB a row (token ids as int64) and
-    pickling it costs the worker ~30 CPU-us a row; packed, ~0.4 KB and ~3 us (``bench/batch_scaling.py``)."""
+    buffers. Pickled as it is, a batch's table went through the pipe at ~24 KB a row (small-tokenizer chat rows,
+    token ids as int64) and cost the worker ~36 CPU-us a row to pickle; packed, ~0.4 KB and ~4 us
+    (``bench/batch_parquet.py``)."""
 
     __slots__ = ("data",)
 
