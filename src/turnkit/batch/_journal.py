@@ -40,7 +40,8 @@ def parquet_writer(path: str, schema: Any, pq: Any) -> Any:
 
     lists = {field.name for field in schema if pa.types.is_list(field.type)}
     others = [name for name in schema.names if name not in lists]
-    return pq.ParquetWriter(path, schema, use_dictionary=others, write_statistics=others, compression="lz4")
+    compression = "lz4" if pa.Codec.is_available("lz4") else "snappy"  # pyarrow's wheels have both
+    return pq.ParquetWriter(path, schema, use_dictionary=others, write_statistics=others, compression=compression)
 
 
 def previous_path(output: str) -> str:
