@@ -1,14 +1,19 @@
-"""Scaling of ``turnkit batch`` from 1 to 2 local workers, in a lean process (no transformers loaded).
+"""Scaling of ``turnkit batch`` from 1 to 2 local workers, JSON lines or parquet, file to file.
 
-    python bench/batch_scaling.py                 # 4000 chat rows, small tokenizer, 3 rounds
+    python bench/batch_scaling.py                 # 4000 chat rows, small tokenizer, JSON lines, 3 rounds
+    python bench/batch_scaling.py --rows 6000 --format parquet
     python bench/batch_scaling.py --rows 1000 --rounds 5 --dataset agent
+    python bench/batch_scaling.py --rows 2000 --format parquet --ballast 1000   # a process as big as bench/batch.py's
     python bench/batch_scaling.py --rows 200 --start-method spawn   # workers spawned, not forked
 
-bench/batch.py times the same runs inside a process that also holds transformers and datasets, which the forked
-workers inherit; this is what the CLI does. Rounds alternate 1 and 2 workers, each with a fresh renderer (an
-empty memo of pieces); the figures are conversations per wall second, with the CPU seconds of the main process
-and of the workers. On a shared machine, quote the load average (printed) or raise the session's scheduler
-weight (docs/training.md says how).
+By default the process is lean (only turnkit loaded), as the CLI runs. ``--ballast MB`` first imports transformers
+and datasets and holds MB of small Python objects, so the forked workers start from a process as big as
+bench/batch.py's (~1.2 GB). Rounds
+alternate 1 and 2 workers, each with a fresh renderer (an empty memo of pieces); the figures are conversations
+per wall second, with the CPU seconds of the main process and of the workers and the workers' minor page faults
+(copy-on-write of the pages they inherited, among others). ``--format parquet`` reads and writes parquet
+(``messages`` as ``list<struct>``, as bench/batch.py writes it). On a shared machine, quote the load average
+(printed).
 """
 
 from __future__ import annotations
@@ -21,12 +26,41 @@ import statistics
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from batch import _agent_rows, _conversations, _model, _template_source  # noqa: E402
+from batch import _DATASETS, _agent_rows, _model, _template_source  # noqa: E402
 from turnkit import batch as tbatch  # noqa: E402
+
+
+def _write_input(path: Path, rows: list[dict[str, object]], kind: str) -> Path:
+    target = path.with_suffix(f".{kind}")
+    if kind == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(rows), target)  # messages as list<struct>
+    else:
+        target.write_text("".join(json.dumps(row) + "\n" for row in rows), "utf-8")
+    return target
+
+
+_BALLAST: list[object] = []
+
+
+def _ballast(megabytes: int) -> None:
+    """Import what bench/batch.py's process holds (transformers, datasets) and keep ``megabytes`` of small Python
+    objects alive (its rows, tokenizers and results), so forked workers inherit a process of that size."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import datasets  # noqa: F401
+        import transformers  # noqa: F401
+    # ~1 KB a row: a dict of a few strings and a list of ints, as rows and their results are
+    _BALLAST.extend(
+        {"text": f"row {i} " * 8, "ids": list(range(i % 97, i % 97 + 64))} for i in range(megabytes * 1024 // 3)
+    )
 
 
 def main() -> None:
@@ -34,38 +68,53 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tokenizer", default="small", choices=["small", "wide"])
-    parser.add_argument("--dataset", default="chat", choices=["chat", "agent"])
+    parser.add_argument("--dataset", default="chat", choices=["chat", "chat-intl", "agent"])
+    parser.add_argument("--format", default="jsonl", choices=["jsonl", "parquet"], help="input and output kind")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument(
+        "--ballast", type=int, default=0, metavar="MB", help="import transformers and datasets, and hold MB of objects"
+    )
     parser.add_argument("--start-method", choices=["fork", "forkserver", "spawn"], help="default: turnkit's")
     args = parser.parse_args()
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    if args.ballast:
+        _ballast(args.ballast)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "model"
         folder.mkdir()
         _model(folder, _template_source(), args.tokenizer)
-        data = Path(tmp) / "in.jsonl"
         rows = (
-            [{"messages": c} for c in _conversations(args.rows)] if args.dataset == "chat" else _agent_rows(args.rows)
+            _agent_rows(args.rows)
+            if args.dataset == "agent"
+            else [{"messages": c} for c in _DATASETS[args.dataset](args.rows)]
         )
-        data.write_text("".join(json.dumps(row) + "\n" for row in rows), "utf-8")
+        data = _write_input(Path(tmp) / "in", rows, args.format)
+        out = Path(tmp) / f"out.{args.format}"
         rates: dict[int, list[float]] = {1: [], 2: []}
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(
-            f"{args.rows} {args.dataset} rows, {args.tokenizer} tokenizer, start method "
-            f"{args.start_method or 'default'}; load average {os.getloadavg()[0]:.1f}"
+            f"{args.rows} {args.dataset} rows, {args.format}, {args.tokenizer} tokenizer, batches of "
+            f"{args.batch_size}, start method {args.start_method or 'default'}, process {rss:.0f} MB; "
+            f"load average {' '.join(f'{value:.1f}' for value in os.getloadavg())}"
         )
         for _ in range(args.rounds):
             for workers in (1, 2):
                 worker = tbatch.Renderer(model=folder, masks=True)
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu, start = time.process_time(), time.perf_counter()
-                tbatch.run(worker, data, Path(tmp) / "out.jsonl", workers=workers, start_method=args.start_method)
+                tbatch.run(
+                    worker, data, out, workers=workers, batch_size=args.batch_size, start_method=args.start_method
+                )
                 wall = time.perf_counter() - start
+                main_cpu = time.process_time() - cpu
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 children = max(0.0, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+                faults = after.ru_minflt - before.ru_minflt
                 rates[workers].append(args.rows / wall)
-                main_cpu = time.process_time() - cpu
                 print(
                     f"  {workers} worker{'s' if workers > 1 else ' '}: {args.rows / wall:7.0f} conv/s, main process "
-                    f"{main_cpu:.2f} CPU-s, workers {children:.2f} CPU-s, load {os.getloadavg()[0]:.1f}"
+                    f"{main_cpu:.2f} CPU-s, workers {children:.2f} CPU-s ({faults} minor faults), "
+                    f"load {os.getloadavg()[0]:.1f}"
                 )
         pairs = [two / one for one, two in zip(rates[1], rates[2], strict=True)]
         rounds = ", ".join(f"{pair:.2f}" for pair in pairs)

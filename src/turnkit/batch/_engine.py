@@ -28,6 +28,7 @@ from turnkit._args import check_fields, expect, expect_callable, expect_choice, 
 from turnkit._extras import require
 from turnkit.batch._io import (
     Chunk,
+    Packed,
     Source,
     complete_rows,
     decode_chunk,
@@ -82,13 +83,18 @@ class _Done:
     errors: list[tuple[int, str]]
 
 
-def _process(worker: Worker, chunk: Chunk, kind: str, part: str | None = None) -> _Done:
+def _process(worker: Worker, chunk: Chunk, kind: str, part: str | None = None, *, pack: bool = False) -> _Done:
     """Decode a chunk, run the worker, encode the output for the sink: all of it in the worker process. With
-    ``part``, JSON lines are written to that file, and only its name goes back to the main process."""
+    ``part``, JSON lines are written to that file, and only its name goes back to the main process; with
+    ``pack``, an Arrow table goes back :class:`Packed`."""
     rows = worker.rows(decode_chunk(chunk))
     errors = [(index, row["error"]) for index, row in enumerate(rows) if row.get("error") is not None]
     payload = encode_rows(rows, kind, getattr(worker, "int_columns", ()))
-    return _Done(write_part(payload, part) if part is not None else payload, len(rows), errors)
+    if part is not None:
+        payload = write_part(payload, part)
+    elif pack and kind == "parquet":
+        payload = Packed(payload)
+    return _Done(payload, len(rows), errors)
 
 
 _WORKER: Any = None
@@ -111,7 +117,7 @@ def _init_worker(worker: Worker) -> None:
 
 
 def _work(chunk: Chunk, kind: str, part: str | None) -> _Done:
-    return _process(_WORKER, chunk, kind, part)
+    return _process(_WORKER, chunk, kind, part, pack=True)
 
 
 _SHARD = 64

@@ -21,14 +21,22 @@ def _flatten(values: Sequence[list[int] | None], bits: bool) -> tuple[array.arra
     ``uint8`` when ``bits`` (a mask) and every value fits, else ``int64``; ``nulls`` marks ``None`` lists (or is
     ``None`` when there are none)."""
     if bits:
-        items: list[int] = []
-        offsets, nulls = _offsets(values, items.extend, items.__len__)
+        # a mask: each list as bytes, joined once (~30 % faster than joining the lists and one bytes() of that, which
+        # beat an unsigned-byte array's fromlist)
+        parts: list[bytes] = []
+        size = [0]
+
+        def add(value: list[int]) -> None:
+            part = bytes(value)
+            parts.append(part)
+            size[0] += len(part)
+
         try:
-            return offsets, bytes(items), "uint8", nulls
-        except ValueError:  # a value outside 0-255: not a mask after all
-            return offsets, array.array("q", items), "int64", nulls
-    # ids: each list converted by fromlist, ~25 % faster than joining them and converting the one list (which
-    # stays faster for a mask: bytes() of it beats an unsigned-byte array's fromlist)
+            offsets, nulls = _offsets(values, add, lambda: size[0])
+            return offsets, b"".join(parts), "uint8", nulls
+        except ValueError:  # a value outside 0-255: not a mask after all, converted as ids are
+            pass
+    # ids: each list converted by fromlist, ~25 % faster than joining them and converting the one list
     flat = array.array("q")
     offsets, nulls = _offsets(values, flat.fromlist, flat.__len__)
     return offsets, flat, "int64", nulls

@@ -1,0 +1,122 @@
+"""Parquet output: the writer's options (token columns without dictionary or statistics, LZ4 pages) keep the schema
+and values of pyarrow's defaults, in a run, a multi-worker run (tables packed through the pool's pipes) and a file
+rebuilt from its journal."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from turnkit import batch as tbatch
+from turnkit.batch._io import Packed, complete_rows, encode_rows, open_sink
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n"
+    "{% if m.role == 'assistant' %}{% generation %}{{ m.content }}<|im_end|>{% endgeneration %}"
+    "{% else %}{{ m.content }}<|im_end|>{% endif %}\n{% endfor %}"
+)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.render.test_tokenize import _added_tokens, build_tokenizer
+
+    folder = tmp_path_factory.mktemp("model")
+    build_tokenizer("bpe", tuple(_added_tokens(TEMPLATE))).save(str(folder / "tokenizer.json"))
+    config = {"chat_template": TEMPLATE, "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+    (folder / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+def _rows(n: int) -> list[dict[str, Any]]:
+    words = ["café", "東京", "🙂", "plain", "“quoted”"]
+    rows: list[dict[str, Any]] = []
+    for i in range(n):
+        if i % 9 == 4:
+            rows.append({"id": i, "messages": [{"role": "wizard", "content": "x"}]})  # a bad row: null tokens
+            continue
+        text = " ".join(words[(i + k) % len(words)] for k in range(1 + i % 6))
+        rows.append(
+            {
+                "id": i,
+                "messages": [{"role": "user", "content": text}, {"role": "assistant", "content": f"{text} {i}"}],
+            }
+        )
+    return rows
+
+
+def _defaults(path: Path) -> Any:
+    """The same table written again with pyarrow's default options."""
+    table = pq.read_table(path)
+    pq.write_table(table, path.with_suffix(".defaults.parquet"))
+    return pq.read_table(path.with_suffix(".defaults.parquet"))
+
+
+def _check_options(path: Path) -> None:
+    metadata = pq.ParquetFile(path).metadata
+    assert metadata.num_row_groups >= 1
+    for group in range(metadata.num_row_groups):
+        for index in range(metadata.num_columns):
+            column = metadata.row_group(group).column(index)
+            token = column.path_in_schema.split(".")[0] in ("input_ids", "assistant_masks")
+            assert column.compression == "LZ4", column
+            assert ("RLE_DICTIONARY" in column.encodings) is not token, column
+            assert column.is_stats_set is not token, column
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_parquet_output_has_the_default_writer_s_schema_and_values(tmp_path: Path, model: Path, workers: int) -> None:
+    rows = _rows(40)
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    output = tmp_path / "out.parquet"
+    summary = tbatch.render(source, output, model=model, masks=True, batch_size=6, workers=workers)
+    assert (summary.rows, summary.errors) == (40, 4)
+    table = pq.read_table(output)
+    again = _defaults(output)
+    assert table.schema == again.schema and table.equals(again)
+    assert str(table.schema.field("input_ids").type) == "list<element: int64>"
+    assert pq.ParquetFile(output).metadata.num_row_groups == 7  # one per batch, as before
+    _check_options(output)
+    # the same rows as the renderer gives, encoded in this process
+    worker = tbatch.Renderer(model=model, masks=True)
+    rendered = worker.rows(json.loads(json.dumps(rows)))
+    expected = encode_rows(rendered, "parquet", worker.int_columns)
+    for name in ("prompt", "input_ids", "assistant_masks", "error"):
+        assert table.column(name).to_pylist() == expected.column(name).to_pylist(), name
+
+
+def test_a_file_rebuilt_from_its_journal_is_written_as_the_run_writes(tmp_path: Path) -> None:
+    output = tmp_path / "out.parquet"
+    batch = [{"id": str(i), "prompt": "p" * i, "input_ids": list(range(i)), "error": None} for i in range(6)]
+    with open_sink(output) as sink:
+        sink.write(batch)
+        journal = (tmp_path / "out.parquet.journal").read_bytes()
+        torn = output.read_bytes()  # no footer yet: what a kill would leave
+    output.write_bytes(torn)
+    (tmp_path / "out.parquet.journal").write_bytes(journal)
+    assert complete_rows(output) == 6
+    assert pq.read_table(output).to_pylist() == batch
+    _check_options(output)
+
+
+def test_a_packed_table_is_the_same_table_and_much_smaller_to_pickle() -> None:
+    ids = [list(range(i * 50)) for i in range(20)] + [None]
+    table = pa.table(
+        {
+            "prompt": [f"prompt “{i}” 東京 🙂" for i in range(20)] + [None],
+            "input_ids": pa.array(ids, type=pa.list_(pa.int64())),
+            "error": [None] * 20 + ["messages: missing"],
+        }
+    )
+    packed = pickle.loads(pickle.dumps(Packed(table)))
+    assert packed.table().equals(table) and packed.table().schema == table.schema
+    if pa.Codec.is_available("lz4"):
+        assert len(pickle.dumps(Packed(table))) * 4 < len(pickle.dumps(table))
