@@ -307,6 +307,35 @@ def test_cli_batch_render_and_parse(tmp_path: Path, model: Path) -> None:
     )
     code, err = result.returncode, result.stderr
     assert code == 2 and "not a readable parquet file" in err and not (tmp_path / "o3.jsonl").exists()
+    result = run_cli(
+        "batch",
+        "parse",
+        "--format",
+        "hermes",
+        "--input",
+        str(source),
+        "--output",
+        str(tmp_path / "o4.parquet"),
+        "--compression",
+        "snappy",
+    )
+    assert result.returncode == 0, result.stderr
+    import pyarrow.parquet as pq
+
+    assert pq.ParquetFile(tmp_path / "o4.parquet").metadata.row_group(0).column(0).compression == "SNAPPY"
+    result = run_cli(
+        "batch",
+        "parse",
+        "--format",
+        "hermes",
+        "--input",
+        str(source),
+        "--output",
+        "x.parquet",
+        "--compression",
+        "brotli",
+    )
+    assert result.returncode == 2 and "invalid choice: 'brotli'" in result.stderr
 
 
 @pytest.mark.parametrize("argv", [["batch", "--help"], ["batch", "render", "--help"], ["batch", "parse", "--help"]])

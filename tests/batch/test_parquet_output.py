@@ -13,6 +13,7 @@ import pytest
 
 from turnkit import batch as tbatch
 from turnkit.batch._io import Packed, complete_rows, encode_rows, open_sink
+from turnkit.errors import TurnkitError
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -59,16 +60,17 @@ def _defaults(path: Path) -> Any:
     return pq.read_table(path.with_suffix(".defaults.parquet"))
 
 
-def _check_options(path: Path) -> None:
+def _check_options(path: Path, codec: str = "LZ4") -> None:
+    """turnkit's writer options (LZ4), or pyarrow's defaults with another ``codec``."""
     metadata = pq.ParquetFile(path).metadata
     assert metadata.num_row_groups >= 1
     for group in range(metadata.num_row_groups):
         for index in range(metadata.num_columns):
             column = metadata.row_group(group).column(index)
-            token = column.path_in_schema.split(".")[0] in ("input_ids", "assistant_masks")
-            assert column.compression == "LZ4", column
-            assert ("RLE_DICTIONARY" in column.encodings) is not token, column
-            assert column.is_stats_set is not token, column
+            plain = codec == "LZ4" and column.path_in_schema.split(".")[0] in ("input_ids", "assistant_masks")
+            assert column.compression == codec, column
+            assert ("RLE_DICTIONARY" in column.encodings) is not plain, column
+            assert column.is_stats_set is not plain, column
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -120,3 +122,36 @@ def test_a_packed_table_is_the_same_table_and_much_smaller_to_pickle() -> None:
     assert packed.table().equals(table) and packed.table().schema == table.schema
     if pa.Codec.is_available("lz4"):
         assert len(pickle.dumps(Packed(table))) * 4 < len(pickle.dumps(table))
+
+
+@pytest.mark.parametrize("codec", ["snappy", "zstd", "none"])
+def test_another_codec_writes_pyarrow_s_defaults_with_it_in_a_run_and_a_recovery(
+    tmp_path: Path, model: Path, codec: str
+) -> None:
+    """``compression=`` for older readers (Spark before 3.5 reads no LZ4_RAW): the same values, pyarrow's own
+    options with that codec, in the run and in a file rebuilt from its journal on resume."""
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in _rows(20)), encoding="utf-8")
+    lz4, other = tmp_path / "lz4.parquet", tmp_path / "other.parquet"
+    tbatch.render(source, lz4, model=model, masks=True, batch_size=6)
+    tbatch.render(source, other, model=model, masks=True, batch_size=6, compression=codec)
+    assert pq.read_table(other).equals(pq.read_table(lz4))
+    _check_options(other, codec.upper() if codec != "none" else "UNCOMPRESSED")
+    with open_sink(other, compression=codec) as sink:  # a killed run's footer-less output and its journal
+        sink.write(pq.read_table(lz4).slice(0, 6).to_pylist())
+        journal = (tmp_path / "other.parquet.journal").read_bytes()
+        torn = other.read_bytes()
+    other.write_bytes(torn)
+    (tmp_path / "other.parquet.journal").write_bytes(journal)
+    summary = tbatch.render(source, other, model=model, masks=True, batch_size=6, compression=codec, resume=True)
+    assert summary.skipped == 6
+    assert pq.read_table(other).equals(pq.read_table(lz4))
+    _check_options(other, codec.upper() if codec != "none" else "UNCOMPRESSED")
+
+
+def test_an_unknown_codec_is_refused_before_any_output(tmp_path: Path, model: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(_rows(1)[0]) + "\n", encoding="utf-8")
+    with pytest.raises(TurnkitError, match="compression"):
+        tbatch.render(source, tmp_path / "out.parquet", model=model, compression="brotli")
+    assert not (tmp_path / "out.parquet").exists()

@@ -66,6 +66,7 @@ def render(
     resume: bool = False,
     progress: bool = False,
     start_method: StartMethod | None = None,
+    compression: str = "lz4",
 ) -> Summary:
     """Render every row of ``input`` (a ``messages`` column, optional per-row ``tools``) into ``output``."""
     _args.expect_path(input, name="input", func="render")
@@ -95,6 +96,7 @@ def parse(
     resume: bool = False,
     progress: bool = False,
     start_method: StartMethod | None = None,
+    compression: str = "lz4",
 ) -> Summary:
     """Parse every row's raw model output (``generated_text``) into a ``message`` (OpenAI wire form)."""
     _args.expect_path(input, name="input", func="parse")
@@ -103,7 +105,7 @@ def parse(
     return run(worker, input, output, **_run_options(locals()))
 
 
-_RUN_OPTIONS = ("workers", "engine", "batch_size", "resume", "progress", "start_method")
+_RUN_OPTIONS = ("workers", "engine", "batch_size", "resume", "progress", "start_method", "compression")
 
 
 def _run_options(arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from turnkit.batch._io import (
     open_source,
     write_part,
 )
+from turnkit.batch._journal import PARQUET_COMPRESSIONS
 from turnkit.batch._parts import parts_folder, release_inherited_locks, remove_stale
 from turnkit.batch._terminate import terminate_as_interrupt
 from turnkit.errors import TurnkitError
@@ -306,13 +307,16 @@ def run(
     progress: bool = False,
     on_batch: Callable[[int], None] | None = None,
     start_method: StartMethod | None = None,
+    compression: str = "lz4",
 ) -> Summary:
     """Run ``worker`` over every row of ``input`` into ``output`` and return a :class:`Summary`.
 
     The input is checked before the output is touched. ``resume`` keeps the complete rows already in
     ``output`` and carries on after them (the rows before are neither read by the workers nor processed).
     ``start_method`` (``"fork"``, ``"forkserver"``, ``"spawn"``) starts the local worker processes; by default
-    fork, except on macOS (spawn). Other than fork, the worker is pickled to each process.
+    fork, except on macOS (spawn). Other than fork, the worker is pickled to each process. ``compression`` is the
+    codec of a parquet output's pages: ``"lz4"`` (the fastest to write; Spark reads it from 3.5 on), ``"snappy"``
+    (pyarrow's default, read everywhere), ``"zstd"``, ``"gzip"`` or ``"none"``.
 
     Ctrl-C (``KeyboardInterrupt``) stops the run with complete rows only in the output; so does SIGTERM, raising
     :class:`~turnkit.batch.Terminated`, when the run is in the main thread and the program has not set a SIGTERM
@@ -330,6 +334,7 @@ def run(
     expect_callable(on_batch, name="on_batch", func="run", none=True)
     if start_method is not None:
         expect_choice(start_method, ("fork", "forkserver", "spawn"), name="start_method", func="run")
+    expect_choice(compression, PARQUET_COMPRESSIONS, name="compression", func="run")
     method = _start_method(start_method) if engine == "local" and workers > 1 else ""
     if engine not in ("local", "ray"):
         raise TurnkitError(f"engine must be 'local' or 'ray', got {engine!r}", code="batch_usage")
@@ -340,12 +345,12 @@ def run(
     if os.path.abspath(os.fspath(input)) == os.path.abspath(os.fspath(output)):
         raise TurnkitError("the output would overwrite the input: choose another output path", code="batch_usage")
     remove_stale(os.fspath(output))  # what killed runs on this output left (never a live run's)
-    skip = complete_rows(output) if resume else 0
+    skip = complete_rows(output, compression) if resume else 0
     summary = Summary(skipped=skip)
     started = time.perf_counter()
     bar = _Progress(source.total, skip) if progress else None
     declared = _declared_columns(worker, source.columns)
-    sink = open_sink(output, append=resume and skip > 0, declared=declared)
+    sink = open_sink(output, append=resume and skip > 0, declared=declared, compression=compression)
     tail: str | None = None
     results: Generator[_Done, None, None] | None = None
     try:

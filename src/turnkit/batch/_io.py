@@ -306,15 +306,16 @@ def _lone_surrogate(value: Any) -> str | None:
     return None
 
 
-def complete_rows(path: str | os.PathLike[str]) -> int:
+def complete_rows(path: str | os.PathLike[str], compression: str = "lz4") -> int:
     """Rows already written to an output (for resume): whole lines only, a cut last line removed; parquet output
-    that a killed run left without its footer is first rebuilt from its journal (:mod:`~turnkit.batch._journal`)."""
+    that a killed run left without its footer is first rebuilt from its journal (:mod:`~turnkit.batch._journal`),
+    written with ``compression``."""
     path = os.fspath(path)
     parquet = file_kind(path) == "parquet"
     if parquet:
         pq = _pyarrow_parquet()
         try:
-            recover(path, pq)
+            recover(path, pq, compression)
         except Exception as exc:  # noqa: BLE001 - an unreadable copy of the finished rows, a full disk...
             raise BatchInputError(f"cannot resume: recovering the output {path!r} failed ({exc})") from exc
     if not os.path.exists(path):
@@ -346,13 +347,20 @@ class Sink:
     Parquet output has one schema for the whole file: the columns of the first batch, plus ``declared`` columns
     (the renderer's input and output columns) when given, or the columns of the file being resumed. A column that
     first appears in a later row is not dropped silently: that row's ``error`` says so (the other values are
-    written). JSON-lines output keeps every row's own columns.
+    written). JSON-lines output keeps every row's own columns. Parquet pages are compressed with ``compression``
+    (see :func:`~turnkit.batch._journal.parquet_writer`).
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, append: bool = False, declared: list[str] | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        append: bool = False,
+        declared: list[str] | None = None,
+        compression: str = "lz4",
     ) -> None:
         self.path = os.fspath(path)
+        self.compression = compression
         self.kind = file_kind(path)
         self.rows = 0
         self.declared = list(declared or [])
@@ -421,7 +429,7 @@ class Sink:
                     [pa.field(name, _TOKEN_TYPE() if name in _TOKEN_COLUMNS else pa.string()) for name in names]
                 )
             self._journal = Journal(self.path, self._schema)  # before the output: a footer-less one has a journal
-            self._writer = parquet_writer(self.path, self._schema, self._pq)
+            self._writer = parquet_writer(self.path, self._schema, self._pq, self.compression)
             for batch in previous.iter_batches() if previous is not None else ():
                 self._write_batch(batch)
         errors: dict[int, str] = {}
@@ -507,6 +515,13 @@ def open_source(path: str | os.PathLike[str]) -> Source:
     return Source(path)
 
 
-def open_sink(path: str | os.PathLike[str], *, append: bool = False, declared: list[str] | None = None) -> Sink:
-    """Open an output file (``append`` for resume; ``declared`` columns for parquet, see :class:`Sink`)."""
-    return Sink(path, append=append, declared=declared)
+def open_sink(
+    path: str | os.PathLike[str],
+    *,
+    append: bool = False,
+    declared: list[str] | None = None,
+    compression: str = "lz4",
+) -> Sink:
+    """Open an output file (``append`` for resume; ``declared`` columns and ``compression`` for parquet, see
+    :class:`Sink`)."""
+    return Sink(path, append=append, declared=declared, compression=compression)

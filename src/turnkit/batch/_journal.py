@@ -20,28 +20,34 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["Journal", "parquet_writer", "previous_path", "recover"]
+__all__ = ["PARQUET_COMPRESSIONS", "Journal", "parquet_writer", "previous_path", "recover"]
 
 _JOURNAL = ".journal"
 _PREVIOUS = ".resume"
 _REBUILT = ".recovering"
 
 
-def parquet_writer(path: str, schema: Any, pq: Any) -> Any:
+PARQUET_COMPRESSIONS = ("lz4", "snappy", "zstd", "gzip", "none")
+"""Codecs a parquet output can be written with (``compression=`` of :func:`~turnkit.batch.run`)."""
+
+
+def parquet_writer(path: str, schema: Any, pq: Any, compression: str = "lz4") -> Any:
     """The writer of a parquet output, here so a recovered file is written as the run would have written it.
 
-    Token columns (``list<int64>``) skip dictionary encoding and statistics, and pages are LZ4-compressed: the
-    same schema and values as pyarrow's defaults (Snappy, every column dictionary-encoded, with statistics) for
-    ~35-45 % less CPU a row and a file within 10 % of the size (``bench/batch_parquet.py``). Dictionary-encoding
-    ~1,300 ids a row costs a hash each, and Snappy does poorly on plain int64 pages, LZ4 well. Parquet's LZ4 is
-    LZ4_RAW, which Spark reads from 3.5 (parquet-mr 1.13) on.
+    With ``"lz4"`` (the default), token columns (``list<int64>``) skip dictionary encoding and statistics: the same
+    schema and values as pyarrow's defaults (Snappy, every column dictionary-encoded, with statistics) for ~35-45 %
+    less CPU a row and a file within 10 % of the size (``bench/batch_parquet.py``). Dictionary-encoding ~1,300 ids a
+    row costs a hash each, and Snappy does poorly on plain int64 pages, LZ4 well. Parquet's LZ4 is LZ4_RAW, which
+    Spark reads from 3.5 (parquet-mr 1.13) on: any other codec writes pyarrow's defaults with that codec (without
+    the dictionary, Snappy and zstd files of token ids are about 3x larger).
     """
     import pyarrow as pa
 
+    if compression != "lz4" or not pa.Codec.is_available("lz4"):  # (pyarrow's wheels have it)
+        return pq.ParquetWriter(path, schema, compression="snappy" if compression == "lz4" else compression)
     lists = {field.name for field in schema if pa.types.is_list(field.type)}
     others = [name for name in schema.names if name not in lists]
-    compression = "lz4" if pa.Codec.is_available("lz4") else "snappy"  # pyarrow's wheels have both
-    return pq.ParquetWriter(path, schema, use_dictionary=others, write_statistics=others, compression=compression)
+    return pq.ParquetWriter(path, schema, use_dictionary=others, write_statistics=others, compression="lz4")
 
 
 def previous_path(output: str) -> str:
@@ -74,7 +80,7 @@ class Journal:
         os.remove(self.path)
 
 
-def recover(output: str, pq: Any) -> None:
+def recover(output: str, pq: Any, compression: str = "lz4") -> None:
     """Put a parquet output that a killed run left without its footer back together (see the module docstring).
     Leaves ``output`` complete, missing, or (without a journal or the finished rows' copy beside it, so not this
     module's doing) as it was. Memory stays flat: the journal is read and written one batch at a time."""
@@ -86,7 +92,7 @@ def recover(output: str, pq: Any) -> None:
         _remove(journal, previous)
         return
     journaled = os.path.exists(journal)
-    rows = _rebuild(journal, rebuilt, pq) if journaled else None
+    rows = _rebuild(journal, rebuilt, pq, compression) if journaled else None
     kept = _rows(previous, pq) if os.path.exists(previous) else -1
     if rows is not None and rows > kept:
         with open(rebuilt, "rb") as handle:  # on disk before the journal goes
@@ -112,7 +118,7 @@ def _rows(path: str, pq: Any) -> int:
     return int(pq.ParquetFile(path).metadata.num_rows)
 
 
-def _rebuild(journal: str, rebuilt: str, pq: Any) -> int | None:
+def _rebuild(journal: str, rebuilt: str, pq: Any, compression: str) -> int | None:
     """Write the journal's complete batches to the parquet file ``rebuilt``; their row count, or ``None`` (nothing
     written) when not even the journal's schema was."""
     import pyarrow as pa
@@ -125,7 +131,7 @@ def _rebuild(journal: str, rebuilt: str, pq: Any) -> int | None:
         except (pa.ArrowInvalid, OSError):
             return None
         try:
-            with parquet_writer(rebuilt, reader.schema, pq) as writer:
+            with parquet_writer(rebuilt, reader.schema, pq, compression) as writer:
                 for batch in _whole(reader):
                     writer.write_batch(batch)
                     rows += batch.num_rows

@@ -7,6 +7,7 @@ import sys
 from typing import Any, Literal
 
 from turnkit import batch
+from turnkit.batch._journal import PARQUET_COMPRESSIONS
 
 
 def register(subparsers: Any) -> None:
@@ -68,6 +69,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
         choices=["fork", "forkserver", "spawn"],
         help="how --workers processes start (default: fork, spawn on macOS)",
     )
+    parser.add_argument(
+        "--compression",
+        choices=PARQUET_COMPRESSIONS,
+        default="lz4",
+        help="parquet output's codec (default lz4, the fastest; snappy for Spark before 3.5 and other older readers)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -114,6 +121,7 @@ def _run(worker: batch.Renderer | batch.Parser, args: argparse.Namespace) -> int
             progress=not args.no_progress,
             on_batch=lambda rows: written.__setitem__(0, rows),
             start_method=args.start_method,
+            compression=args.compression,
         )
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM: batch.run stops on both alike
         how, code = ("terminated (SIGTERM)", 143) if isinstance(exc, batch.Terminated) else ("interrupted", 130)
