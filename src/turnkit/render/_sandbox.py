@@ -12,6 +12,7 @@ It behaves exactly like the environment transformers 5.23 compiles chat template
 from __future__ import annotations
 
 import json
+import math
 import operator
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -242,7 +243,18 @@ class _GuardedCodeGenerator(CodeGenerator):
         # the Python names known to hold an exact dict where code is being written, the next body to specialise
         # (the loop's body and its variable's name), and how many generic copies enclose the code being written
         self._exact: set[str] = set()
-        self._dict_body: tuple[list[nodes.Node], str] | None = None
+        self._dict_body: tuple[list[nodes.Node], str, list[str]] | None = None
+        # kept items forgotten at the start of each iteration of a dict copy: the local holding the item -> the
+        # local holding the dict (while that copy is being written)
+        self._fresh: dict[str, str] = {}
+        # the template's variables set to a ``namespace(...)`` somewhere: their attributes are read namespace first
+        self._namespaces = {
+            assign.target.name
+            for assign in node.find_all(nodes.Assign)
+            if isinstance(assign.target, nodes.Name)
+            and isinstance(assign.node, nodes.Call)
+            and getattr(assign.node.node, "name", None) == "namespace"
+        }
         self._generic = 0
         fragments = getattr(self.environment, "fragments", False)
         # the root as straight Python, appending to a list (see _straight), or jinja2's generator
@@ -267,23 +279,28 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("from turnkit.render._sandbox import _new_namespace as tk_new_namespace")
         self.writeline("from turnkit.render._sandbox import _PLAIN_VALUES as tk_plain_values")
         self.writeline("tk_getattribute = object.__getattribute__")
+        self.writeline("from turnkit.render._sandbox import _NO_LOOP_VARS as tk_no_vars")
+        self.writeline("from turnkit.render._sandbox import _NO_SLOT as tk_no_slot, _NO_TEXT as tk_no_text")
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
         fragment = as_fragment(node.body[0]) if len(node.body) == 1 else None
         if fragment is not None:
             self.writeline(f"{fragment.state} = None")
         depth = len(self._loops)
+        target = None if self._generic or fragment is not None else dict_loop_target(node)
+        fresh = []  # the kept items of the loop variable's own keys, forgotten at each iteration of its dict copy
         for reads in repeated_items(node, _DICT_ATTRIBUTES):
             if id(reads[0]) not in self._kept_items:  # not already kept by an enclosing loop
                 owner, value = self.temporary_identifier(), self.temporary_identifier()
                 self.writeline(f"{owner} = tk_unset")
                 self._kept_items.update((id(read), (owner, value)) for read in reads)
+            if target is not None and getattr(reads[0].node, "name", None) == target:
+                fresh.append(self._kept_items[id(reads[0])][1])
         # jinja2 writes a LoopContext header when the body reads ``loop`` (see CodeGenerator.visit_For)
         uses_loop = "loop" in find_undeclared(node.iter_child_nodes(only=("body",)), ("loop",))
         self._next_loop_plain = uses_loop and plain_loop_body(node)
         self._meter_loop = frame.buffer == OUT and not node.recursive
-        target = None if self._generic or fragment is not None else dict_loop_target(node)
-        self._dict_body = None if target is None else (node.body, target)
+        self._dict_body = None if target is None else (node.body, target, fresh)
         super().visit_For(node, frame)
         del self._loops[depth:]
 
@@ -298,10 +315,18 @@ class _GuardedCodeGenerator(CodeGenerator):
         ref = frame.symbols.ref(pending[1])
         self.writeline(f"if type({ref}) is dict:")
         self.indent()
+        fresh = pending[2]
+        if fresh:
+            # the variable's items read more than once: none read yet in this iteration (its dict is the same
+            # object all through the iteration, so a kept item needs no identity test, see _dict_item)
+            self.writeline(f"{' = '.join(fresh)} = missing")
+            self._fresh.update(dict.fromkeys(fresh, ref))
         self._exact.add(ref)
         first = self._last_identifier
         super().blockvisit(nodes, frame)
         self._exact.discard(ref)
+        for value in fresh:
+            del self._fresh[value]
         self.outdent()
         self.writeline("else:")
         self.indent()
@@ -361,15 +386,23 @@ class _GuardedCodeGenerator(CodeGenerator):
             self.writeline(f"return {OUT}")
 
     def write(self, x: str) -> None:
-        if x == "_loop_vars = {}" and self._meter_loop:
-            # the first line of a loop body of the root frame: measure the output every CHECK_EVERY chunks
-            self._meter_loop = False
-            super().write(x)
-            self.writeline(
-                f"if len({OUT}) >= tk_next_check: "
-                f"tk_next_check, tk_total = tk_output_grew(environment, {OUT}, tk_next_check, tk_total)"
-            )
+        if x == "_loop_vars = {}":
+            # the first line of a loop body: the names the iteration sets, read only by calls of context functions
+            # (jinja2's Context.call derives a context from them when there are some); most bodies set none, so
+            # the iteration starts with one shared empty dict, and its first ``{% set %}`` makes its own (below)
+            super().write("_loop_vars = tk_no_vars")
+            if self._meter_loop:
+                # a loop body of the root frame: measure the output every CHECK_EVERY chunks
+                self._meter_loop = False
+                self.writeline(
+                    f"if len({OUT}) >= tk_next_check: "
+                    f"tk_next_check, tk_total = tk_output_grew(environment, {OUT}, tk_next_check, tk_total)"
+                )
             return
+        if x.startswith("_loop_vars[") or x == "_loop_vars.update({":
+            # a ``{% set %}`` in a loop body recording the name it sets: never into the shared empty dict
+            super().write("if _loop_vars is tk_no_vars: _loop_vars = {}")
+            self.newline()
         # jinja2's loop header ``for <target>, l_1_loop in LoopContext(<iterable>, undefined):``, met before the
         # body: remember which ``loop`` it binds, and bind a plain loop's to tk_plain_loop's tuples instead
         if x.startswith(", ") and x.endswith(" in LoopContext("):
@@ -495,6 +528,11 @@ class _GuardedCodeGenerator(CodeGenerator):
             # the variable holds an exact dict for the whole iteration: the read is the dict's, untested
             if kept is None:
                 self.write(f"({exact}[{key!r}] if {key!r} in {exact} else ")
+            elif self._fresh.get(kept[1]) == exact:
+                value = kept[1]
+                self.write(
+                    f"({value} if {value} is not missing else ({value} := {exact}[{key!r}]) if {key!r} in {exact} else "
+                )
             else:
                 owner, value = kept
                 self.write(
@@ -504,6 +542,18 @@ class _GuardedCodeGenerator(CodeGenerator):
             self.write(f"environment.undefined(obj={exact}, name={key!r}))")
             return
         tmp, is_dict = self.temporary_identifier(), self.temporary_identifier()
+        if kept is None and hook == "getattr" and key[:1] != "_" and getattr(node, "name", None) in self._namespaces:
+            # ``ns.system`` where ``ns`` is set to a ``namespace(...)``: the namespace's plain value tested first
+            item = self.temporary_identifier()
+            self.write(f"({item} if type({tmp} := ")
+            self.visit(node, frame)
+            self.write(
+                f") is tk_namespace and type({item} := tk_getattribute({tmp}, '_Namespace__attrs').get({key!r}, "
+                f"tk_unset)) in tk_plain_values else {tmp}[{key!r}] if ({is_dict} := type({tmp}) is dict) and "
+                f"{key!r} in {tmp} else environment.undefined(obj={tmp}, name={key!r}) if {is_dict} else "
+                f"environment.getattr({tmp}, {key!r}))"
+            )
+            return
         if kept is None:
             self.write(f"({tmp}[{key!r}] if ({is_dict} := type({tmp} := ")
             self.visit(node, frame)
@@ -653,7 +703,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             super().visit_Filter(node, frame)
             return
         printed = self._printed(node)
-        self.write(f"({' + '.join(names)} if ")
+        self.write(f"({_joined(names, constants)} if ")
         for i, (name, item) in enumerate(tested):
             self.write(f"{' & ' if i else ''}(type({name} := ")
             self.visit(item, frame)
@@ -681,19 +731,26 @@ class _GuardedCodeGenerator(CodeGenerator):
         printed = self._printed(node)
         limit = self.environment.limits.max_sequence_length  # type: ignore[attr-defined]
         short = min(limit, (_FREE_BYTES - 3) // 6)  # at most 6 characters per character, plus the quotes
-        if arguments == _JSON_DEFAULTS:  # a short string, else a schema's text
-            self.write(f"(tk_encode_str({tmp}) if (type({tmp} := ")
-            self.visit(node.node, frame)
-            self.write(f") is str and len({tmp}) <= {short}) else {text}[0] if type({tmp}) is dict and ")
-        else:  # a schema's text for these arguments
-            self.write(f"({text}[0] if type({tmp} := ")
-            self.visit(node.node, frame)
-            self.write(") is dict and ")
-        self.write(
-            f"({slot} := tk_frozen_slot(id({tmp}))) is not None and {slot}[0] is {tmp} and "
-            f"({text} := {slot}[1].get({arguments!r})) is not None and {text}[1] <= {limit} and "
-            f"len({text}[0]) < {_FREE_BYTES} else "
-        )
+        # each test is written around its ``type(x)`` call: a schema's text, from its slot (or a stand-in whose value
+        # is no object of the template's) and the text kept for these arguments (or a stand-in that never fits),
+        # when it is short and within the size limit; with the default arguments, a short string's
+        tests = [
+            (
+                f"{text}[0] if type(",
+                f") is dict and ({slot} := tk_frozen_slot(id({tmp}), tk_no_slot))[0] is {tmp} and "
+                f"({text} := {slot}[1].get({arguments!r}, tk_no_text))[2] <= {limit} else ",
+            )
+        ]
+        if arguments == _JSON_DEFAULTS:
+            tests.append((f"tk_encode_str({tmp}) if type(", f") is str and len({tmp}) <= {short} else "))
+            if not isinstance(node.node, nodes.Name):
+                # an item (``fn['name'] | tojson``) is more often a string; a variable (``tool``) a schema
+                tests.reverse()
+        self.write(f"({tests[0][0]}{tmp} := ")
+        self.visit(node.node, frame)
+        self.write(tests[0][1])
+        for head, tail in tests[1:]:
+            self.write(f"{head}{tmp}{tail}")
         held = _internal_name(tmp, node.lineno)
         self._fallback(
             nodes.Filter(held, "tojson", node.args, node.kwargs, None, None, lineno=node.lineno), frame, printed
@@ -833,6 +890,15 @@ def _json_arguments(node: nodes.Filter, frame: Frame) -> tuple[Any, ...] | None:
 _JSON_KEY_TYPES = frozenset({bool, int, str, type(None)})
 
 
+def _joined(names: list[str], constants: list[str | None]) -> str:
+    """Python for the concatenation of ``names`` (temporaries holding strings, or the repr of a constant): one
+    f-string (its parts joined by a single ``BUILD_STRING``, a plain literal part taken as it is), cheaper from three
+    parts on than a ``+`` per part, each building an intermediate string."""
+    if len(names) < 3:
+        return " + ".join(names)
+    return " ".join(name if text is not None else f"f'{{{name}}}'" for name, text in zip(names, constants, strict=True))
+
+
 def _str_const(node: nodes.Node) -> str | None:
     """The text of a constant string node, else None."""
     return node.value if isinstance(node, nodes.Const) and type(node.value) is str else None
@@ -937,6 +1003,12 @@ def _namespace_items(namespace: Namespace) -> dict[str, Any]:
 
 
 _ABSENT: Any = object()
+_NO_LOOP_VARS: dict[str, Any] = {}
+_NO_SLOT: tuple[Any, dict[Any, Any]] = (_ABSENT, {})
+"""What an inline ``tojson`` reads for an object that is no private tool schema: its value is no template's object."""
+_NO_TEXT = ("", 0, math.inf)
+"""What an inline ``tojson`` reads for a schema whose text for the arguments is not built yet: it never fits."""
+"""The names a loop iteration has set while it has set none: shared, never written (see ``write`` above)."""
 
 
 def _raise_exception(message: Any) -> None:
@@ -1388,7 +1460,9 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
                             x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
                         )
                     if frozen is not None:
-                        frozen[1][args] = (result, estimate)
+                        # the third item is what the code generator's inline read tests against the size limit:
+                        # the estimate, or infinity for a text long enough to be charged (see _tojson above)
+                        frozen[1][args] = (result, estimate, estimate if len(result) < _FREE_BYTES else math.inf)
         if len(result) >= _FREE_BYTES:
             self.check_size(len(result), "tojson")
             self.charge(_nbytes(result))
