@@ -44,27 +44,27 @@ from turnkit.render._budget import UPFRONT, current_budget, guard_iterable
 
 __all__ = ["LOOP_EXPRESSIONS", "dict_loop_target", "loop_properties", "plain_loop", "plain_loop_body", "repeated_items"]
 
-# ``loop.<name>`` on a ``(index0, length, sequence)`` tuple held in ``{0}``: what the LoopContext property returns
-# for a list or tuple (``last`` is "no item after this one", ``revindex`` is ``length - index0``, ``depth`` of a
-# loop that is not recursive is 1).
+# ``loop.<name>`` from the position ``index0`` held in ``{0}`` and the sequence held in ``{1}``: what the LoopContext
+# property returns for a list or tuple (``last`` is "no item after this one", ``revindex`` is ``length - index0``,
+# ``depth`` of a loop that is not recursive is 1).
 LOOP_EXPRESSIONS: dict[str, str] = {
-    "index0": "{0}[0]",
-    "index": "{0}[0] + 1",
-    "first": "{0}[0] == 0",
-    "last": "{0}[0] == {0}[1] - 1",
-    "length": "{0}[1]",
-    "revindex": "{0}[1] - {0}[0]",
-    "revindex0": "{0}[1] - {0}[0] - 1",
-    "previtem": "{0}[2][{0}[0] - 1] if {0}[0] else environment.undefined('there is no previous item')",
-    "nextitem": "{0}[2][{0}[0] + 1] if {0}[0] + 1 < {0}[1] else environment.undefined('there is no next item')",
+    "index0": "{0}",
+    "index": "{0} + 1",
+    "first": "{0} == 0",
+    "last": "{0} == len({1}) - 1",
+    "length": "len({1})",
+    "revindex": "len({1}) - {0}",
+    "revindex0": "len({1}) - {0} - 1",
+    "previtem": "{1}[{0} - 1] if {0} else environment.undefined('there is no previous item')",
+    "nextitem": "{1}[{0} + 1] if {0} + 1 < len({1}) else environment.undefined('there is no next item')",
     "depth": "1",
     "depth0": "0",
 }
 
 
 def plain_loop(iterable: Iterable[Any], undefined: Any) -> Iterator[tuple[Any, Any]]:
-    """``(item, (index0, length, sequence))`` per item of a list or tuple counted up front; a ``LoopContext`` for
-    anything else. Either way the loop is counted against the render's budget (see guard_iterable)."""
+    """``(item, index0)`` per item of a list or tuple counted up front; a ``LoopContext`` for anything else. Either
+    way the loop is counted against the render's budget (see guard_iterable)."""
     kind = type(iterable)
     if kind is list or kind is tuple:
         length = len(iterable)  # type: ignore[arg-type]
@@ -72,8 +72,8 @@ def plain_loop(iterable: Iterable[Any], undefined: Any) -> Iterator[tuple[Any, A
             budget = current_budget()
             if budget is not None:
                 budget.reserve_iterations(length)
-            # (tuples repeated, not itertools.repeat: cheaper to build for short loops, and a zip without keywords)
-            return zip(iterable, zip(range(length), (length,) * length, (iterable,) * length))  # noqa: B905
+            # (a zip without keywords: one reused pair per item, small ints for the positions, no tuple per item)
+            return zip(iterable, range(length))  # noqa: B905
     return LoopContext(guard_iterable(iterable), undefined)
 
 

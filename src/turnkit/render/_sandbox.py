@@ -231,11 +231,12 @@ class _GuardedCodeGenerator(CodeGenerator):
         self._finalized: list[tuple[Any, StringIO] | None] = []
         self._print_node: nodes.Expr | None = None  # the printed expression, until a fast path takes its test
         self._print_tmps: list[str] = []
-        # the ``loop`` variables of the loops being compiled, innermost last: (its Python name, whether it holds
-        # a ``(index0, length, sequence)`` tuple for a list or tuple, see _loops); the next loop header's kind
-        self._loops: list[tuple[str, bool]] = []
+        # the ``loop`` variables of the loops being compiled, innermost last: (its Python name, and for a plain
+        # loop the local holding its sequence: its ``loop`` is the position in a list or tuple, see _loops); the next
+        # loop header's kind
+        self._loops: list[tuple[str, str | None]] = []
         self._next_loop_plain = False
-        self._plain_iterable = False  # the next loop guard is a plain loop's, counted by tk_plain_loop
+        self._plain_iterable: str | None = None  # the next loop guard is a plain loop's: its sequence's local
         # reads of a loop variable's item answered from the last dict read (see _loops): node id -> the locals
         # holding that dict and its item
         self._kept_items: dict[int, tuple[str, str]] = {}
@@ -407,10 +408,11 @@ class _GuardedCodeGenerator(CodeGenerator):
         # body: remember which ``loop`` it binds, and bind a plain loop's to tk_plain_loop's tuples instead
         if x.startswith(", ") and x.endswith(" in LoopContext("):
             ref = x[2 : -len(" in LoopContext(")]
-            self._loops.append((ref, self._next_loop_plain))
-            if self._next_loop_plain:
+            sequence = self.temporary_identifier() if self._next_loop_plain else None
+            self._loops.append((ref, sequence))
+            if sequence is not None:
                 x = f", {ref} in tk_plain_loop("
-            self._plain_iterable, self._next_loop_plain = self._next_loop_plain, False
+            self._plain_iterable, self._next_loop_plain = sequence, False
         super().write(x)
 
     def visit_ScopedEvalContextModifier(self, node: nodes.ScopedEvalContextModifier, frame: Frame) -> None:
@@ -435,9 +437,10 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.write(f", {node.layout!r})")
         self.outdent()
         self.writeline(f"{key} = ")
-        if node.layout is not None and self._plain_loop(frame):
+        sequence = self._plain_loop(frame) if node.layout is not None else None
+        if sequence is not None:
             ref = frame.symbols.find_ref("loop")  # a plain loop over the sequence read: its position's key
-            self.write(f"{state}.keys[{ref}[0]] if type({ref}) is tuple and {ref}[2] is {state}.sequence else ")
+            self.write(f"{state}.keys[{ref}] if type({ref}) is int and {sequence} is {state}.sequence else ")
         self.write(f"({state}.scope")
         for part, raw in zip(node.parts.items, node.raw, strict=True):
             self.write(", ")
@@ -474,11 +477,12 @@ class _GuardedCodeGenerator(CodeGenerator):
         tmp = self.temporary_identifier()
         attr = node.attr
         if attr in _LOOP_ATTRIBUTES and isinstance(node.node, nodes.Name) and node.node.name == "loop":
-            if self._plain_loop(frame):
-                # a plain loop's ``loop`` is its tuple on a list or tuple, else the LoopContext (see _loops)
-                self.write(f"(({LOOP_EXPRESSIONS[attr].format(tmp)}) if type({tmp} := ")
-                self.visit(node.node, frame)
-                self.write(f") is tuple else {tmp}.{attr})")
+            sequence = self._plain_loop(frame)
+            if sequence is not None:
+                # a plain loop's ``loop`` is its position in a list or tuple, else the LoopContext (see _loops)
+                ref = frame.symbols.find_ref("loop")
+                expression = LOOP_EXPRESSIONS[attr].format(ref, sequence)
+                self.write(f"(({expression}) if type({ref}) is int else {ref}.{attr})")
                 return
             self.write(f"({tmp}.{attr} if type({tmp} := ")
             self.visit(node.node, frame)
@@ -488,13 +492,13 @@ class _GuardedCodeGenerator(CodeGenerator):
         else:
             super().visit_Getattr(node, frame)
 
-    def _plain_loop(self, frame: Frame) -> bool:
-        """Whether ``loop`` here names a plain loop's variable (see _loops)."""
+    def _plain_loop(self, frame: Frame) -> str | None:
+        """The local holding the sequence when ``loop`` here names a plain loop's variable (see _loops)."""
         ref = frame.symbols.find_ref("loop")
-        for name, plain in reversed(self._loops):
+        for name, sequence in reversed(self._loops):
             if name == ref:
-                return plain
-        return False
+                return sequence
+        return None
 
     @optimizeconst
     def visit_Getitem(self, node: nodes.Getitem, frame: Frame) -> None:
@@ -657,8 +661,8 @@ class _GuardedCodeGenerator(CodeGenerator):
     def visit_Filter(self, node: nodes.Filter, frame: Frame) -> None:
         if node.name == _LOOP_FILTER and node.node is not None:
             # the loop guard (a plain Python call; a plain loop's tk_plain_loop counts the loop itself)
-            plain, self._plain_iterable = self._plain_iterable, False
-            self.write("(" if plain else "tk_guard_iterable(")
+            sequence, self._plain_iterable = self._plain_iterable, None
+            self.write(f"({sequence} := " if sequence is not None else "tk_guard_iterable(")
             self.visit(node.node, frame)
             self.write(")")
             return
