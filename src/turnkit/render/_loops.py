@@ -6,9 +6,10 @@ being called, for recursive loops) is arithmetic on the position, the length and
 qualifies (:func:`plain_loop_body`, at compile time) when its body reads ``loop`` only as ``loop.<one of those>``,
 nowhere inside a macro or call block (which could keep it past the iteration), and the loop is neither
 ``recursive`` nor filtered (``for x in y if ...``). At run time :func:`plain_loop` hands such a loop, for each
-item, ``(index0, length, sequence)`` instead of the ``LoopContext``, and the code generator reads each property
-off that tuple (:data:`LOOP_EXPRESSIONS`); any other iterable (a string, a dict, a generator, a list longer than
-the loops counted up front) still gets a ``LoopContext``, and the generated code reads its property.
+item of a list or tuple, its position ``index0`` (an ``int``) instead of the ``LoopContext``; the loop header keeps
+the sequence in a local, and the code generator computes each property from the two (:data:`LOOP_EXPRESSIONS`);
+any other iterable (a string, a dict, a generator, a list longer than the loops counted up front) still gets a
+``LoopContext``, and the generated code reads its property (one ``type(loop) is int`` test tells them apart).
 
 Why this is exact: templates cannot mutate a list (the immutable sandbox refuses it) nor rebind ``loop`` (jinja2
 refuses to compile that), so the sequence, its length and the position are what ``LoopContext`` would read;

@@ -248,6 +248,9 @@ class _GuardedCodeGenerator(CodeGenerator):
         # kept items forgotten at the start of each iteration of a dict copy: the local holding the item -> the
         # local holding the dict (while that copy is being written)
         self._fresh: dict[str, str] = {}
+        # the Python names bound where code is being written (see visit_Assign), and the statements being visited
+        self._bound: set[str] = set()
+        self._statements: Iterable[nodes.Node] = ()
         # the template's variables set to a ``namespace(...)`` somewhere: their attributes are read namespace first
         self._namespaces = {
             assign.target.name
@@ -308,7 +311,7 @@ class _GuardedCodeGenerator(CodeGenerator):
     def blockvisit(self, nodes: Iterable[nodes.Node], frame: Frame) -> None:
         pending = self._dict_body
         if pending is None or nodes is not pending[0]:
-            super().blockvisit(nodes, frame)
+            self._body_visit(nodes, frame)
             return
         # a loop body, twice: for an exact dict in the loop variable (its reads straight off the dict), and for
         # anything else (every read tested, as everywhere); the copy is chosen once per iteration
@@ -324,7 +327,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             self._fresh.update(dict.fromkeys(fresh, ref))
         self._exact.add(ref)
         first = self._last_identifier
-        super().blockvisit(nodes, frame)
+        self._body_visit(nodes, frame)
         self._exact.discard(ref)
         for value in fresh:
             del self._fresh[value]
@@ -335,10 +338,41 @@ class _GuardedCodeGenerator(CodeGenerator):
         # before reading it): every local of the function costs its frame a slot to clear on every call
         last, self._last_identifier = self._last_identifier, first
         self._generic += 1  # loops nested in the generic copy stay generic: the code grows linearly with depth
-        super().blockvisit(nodes, frame)
+        self._body_visit(nodes, frame)
         self._generic -= 1
         self._last_identifier = max(last, self._last_identifier)
         self.outdent()
+
+    def _body_visit(self, body: Iterable[nodes.Node], frame: Frame) -> None:
+        """jinja2's visit of a list of statements, knowing which are its own (see visit_Assign): a variable the list
+        sets is bound from there to its end."""
+        bound, outer = set(self._bound), self._statements
+        self._statements = body
+        super().blockvisit(body, frame)
+        self._bound, self._statements = bound, outer
+
+    def visit_Assign(self, node: nodes.Assign, frame: Frame) -> None:
+        super().visit_Assign(node, frame)
+        # ``{% set x = ... %}`` as a statement of the list being visited (not inside an ``if`` of it): ``x`` holds
+        # the value from here to the list's end, never jinja2's ``missing`` (a read makes an undefined of that)
+        if isinstance(node.target, nodes.Name) and any(node is statement for statement in self._statements):
+            self._bound.add(frame.symbols.ref(node.target.name))
+
+    def visit_Name(self, node: nodes.Name, frame: Frame) -> None:
+        if node.ctx == "load" and self._bound:
+            ref = frame.symbols.find_ref(node.name)
+            if ref in self._bound:  # bound by a ``set`` before it in the same function: no test for ``missing``
+                self.write(ref)
+                return
+        super().visit_Name(node, frame)
+
+    def macro_body(self, node: nodes.Macro | nodes.CallBlock, frame: Frame) -> tuple[Frame, Any]:
+        # a macro or call block runs when called, maybe after its enclosing variables were reset to ``missing``
+        bound, self._bound = self._bound, set()
+        try:
+            return super().macro_body(node, frame)
+        finally:
+            self._bound = bound
 
     def _exact_dict(self, node: nodes.Node, frame: Frame) -> str | None:
         """The Python name of ``node`` when it is a variable known to hold an exact dict here, else None."""
