@@ -284,6 +284,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("from turnkit.render._sandbox import _PLAIN_VALUES as tk_plain_values")
         self.writeline("tk_getattribute = object.__getattribute__")
         self.writeline("from turnkit.render._sandbox import _NO_LOOP_VARS as tk_no_vars")
+        self.writeline("from turnkit.render._sandbox import _CaptureBuffer as tk_capture_buffer")
         self.writeline("from turnkit.render._sandbox import _NO_SLOT as tk_no_slot, _NO_TEXT as tk_no_text")
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
@@ -357,6 +358,12 @@ class _GuardedCodeGenerator(CodeGenerator):
         # the value from here to the list's end, never jinja2's ``missing`` (a read makes an undefined of that)
         if isinstance(node.target, nodes.Name) and any(node is statement for statement in self._statements):
             self._bound.add(frame.symbols.ref(node.target.name))
+
+    def visit_Macro(self, node: nodes.Macro, frame: Frame) -> None:
+        super().visit_Macro(node, frame)
+        # ``{% macro f() %}`` as a statement of the list being visited binds ``f`` as a ``set`` does
+        if any(node is statement for statement in self._statements):
+            self._bound.add(frame.symbols.ref(node.name))
 
     def visit_Name(self, node: nodes.Name, frame: Frame) -> None:
         if node.ctx == "load" and self._bound:
@@ -503,7 +510,8 @@ class _GuardedCodeGenerator(CodeGenerator):
 
     def buffer(self, frame: Frame) -> None:
         frame.buffer = self.temporary_identifier()
-        self.writeline(f"{frame.buffer} = environment.capture_buffer()")
+        # the buffer class called with the sandbox, not a method of it: one Python frame less per macro call
+        self.writeline(f"{frame.buffer} = tk_capture_buffer(environment)")
 
     @optimizeconst
     def visit_Getattr(self, node: nodes.Getattr, frame: Frame) -> None:
@@ -1140,9 +1148,6 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         budget = current_budget()
         extra = 2 * budget.input_size() if budget is not None else 0
         return self.limits.max_output_chars + extra
-
-    def capture_buffer(self, *, charge: bool = True) -> _CaptureBuffer:
-        return _CaptureBuffer(self, charge=charge)
 
     # -- remembered loop iterations (see _fragments) ------------------------------------------------------------
 
