@@ -3,8 +3,8 @@
 Each form is asserted to be in the generated code (so the test fails if the form is no longer taken) and its
 template rendered on both sides of what the form relies on: one f-string per ``+``/``~`` chain, the shared empty
 ``_loop_vars``, kept items forgotten at each iteration of a dict copy, ``tojson``'s stand-in slot and text, reads
-of a namespace variable namespace first, a plain loop's position, and variables read without the ``missing`` test
-after a ``{% set %}``.
+of a namespace variable namespace first, a plain loop's position, a loop's variables resolved inline, and variables
+read without the ``missing`` test after a ``{% set %}``.
 """
 
 from __future__ import annotations
@@ -91,6 +91,14 @@ FORMS = [
         "{{ loop.nextitem.role if loop.nextitem is defined }}{{ loop.depth }}{{ loop.depth0 }}"
         "{% for c in m.role %}{{ loop.index }}{{ loop.last }}{% endfor %}{% endfor %}",
         "type(l_1_loop) is int",
+    ),
+    # a loop's variable read before the loop may set it: from the template's top-level names, else the render's
+    # variables, else undefined (what ``context.resolve_or_missing`` finds, inline)
+    (
+        "{% set t = 'top' %}{% for m in messages %}{{ t }}{% if m.role == 'user' %}{% set t = m.role %}{% endif %}"
+        "{{ t }}|{{ add_generation_prompt }}{% if false %}{% set add_generation_prompt = 1 %}{% endif %}"
+        "|{{ zz is defined }}{% if false %}{% set zz = 1 %}{% endif %};{% endfor %}",
+        "in tk_vars else tk_parent_get(",
     ),
     # variables read without the test for ``missing`` after a ``set``; before it, in an ``if`` not taken, and in
     # a macro defined in a loop and called after it (when jinja2 has reset the loop's variables) they are tested

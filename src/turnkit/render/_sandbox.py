@@ -399,22 +399,28 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("concat = environment.concat")
         self.writeline("cond_expr_undefined = Undefined")
         self.writeline("tk_parent_get = context.parent.get")
+        self.writeline("tk_vars = context.vars")
         self.writeline(f"{OUT} = []")
         self.writeline(f"tk_next_check = {CHECK_EVERY}")
         self.writeline("tk_total = 0")
 
     def enter_frame(self, frame: Frame) -> None:
-        if not (self._straight and frame.rootlevel):
+        if self._straight and frame.rootlevel:
+            frame.buffer = OUT
+            # jinja2's loads, reading each variable of the render straight from its dict: before the root's first
+            # statement no name is assigned yet (``context.vars`` is empty), so ``resolve_or_missing`` would look
+            # in ``context.parent`` alone
+            resolve = "tk_parent_get({0!r}, missing)"
+        elif self._straight and self.get_resolve_func() == "resolve":
+            # an inner frame: what ``context.resolve_or_missing`` returns, without its Python frame
+            resolve = "tk_vars[{0!r}] if {0!r} in tk_vars else tk_parent_get({0!r}, missing)"
+        else:
             super().enter_frame(frame)
             return
-        frame.buffer = OUT
-        # jinja2's loads, reading each variable of the render straight from its dict: before the root's first
-        # statement no name is assigned yet (``context.vars`` is empty), so ``resolve_or_missing`` would look in
-        # ``context.parent`` alone
         undefs = []
         for target, (action, param) in frame.symbols.loads.items():
             if action == VAR_LOAD_RESOLVE:
-                self.writeline(f"{target} = tk_parent_get({param!r}, missing)")
+                self.writeline(f"{target} = {resolve.format(param)}")
             elif action == VAR_LOAD_UNDEFINED:
                 undefs.append(target)
             elif action == VAR_LOAD_ALIAS:
