@@ -1056,11 +1056,12 @@ def _namespace_items(namespace: Namespace) -> dict[str, Any]:
 
 _ABSENT: Any = object()
 _NO_LOOP_VARS: dict[str, Any] = {}
+"""The names a loop iteration has set while it has set none: shared, never written (see
+``_GuardedCodeGenerator.write``)."""
 _NO_SLOT: tuple[Any, dict[Any, Any]] = (_ABSENT, {})
 """What an inline ``tojson`` reads for an object that is no private tool schema: its value is no template's object."""
 _NO_TEXT = ("", 0, math.inf)
 """What an inline ``tojson`` reads for a schema whose text for the arguments is not built yet: it never fits."""
-"""The names a loop iteration has set while it has set none: shared, never written (see ``write`` above)."""
 
 
 def _raise_exception(message: Any) -> None:
