@@ -6,9 +6,10 @@ being called, for recursive loops) is arithmetic on the position, the length and
 qualifies (:func:`plain_loop_body`, at compile time) when its body reads ``loop`` only as ``loop.<one of those>``,
 nowhere inside a macro or call block (which could keep it past the iteration), and the loop is neither
 ``recursive`` nor filtered (``for x in y if ...``). At run time :func:`plain_loop` hands such a loop, for each
-item, ``(index0, length, sequence)`` instead of the ``LoopContext``, and the code generator reads each property
-off that tuple (:data:`LOOP_EXPRESSIONS`); any other iterable (a string, a dict, a generator, a list longer than
-the loops counted up front) still gets a ``LoopContext``, and the generated code reads its property.
+item of a list or tuple, its position ``index0`` (an ``int``) instead of the ``LoopContext``; the loop header keeps
+the sequence in a local, and the code generator computes each property from the two (:data:`LOOP_EXPRESSIONS`);
+any other iterable (a string, a dict, a generator, a list longer than the loops counted up front) still gets a
+``LoopContext``, and the generated code reads its property (one ``type(loop) is int`` test tells them apart).
 
 Why this is exact: templates cannot mutate a list (the immutable sandbox refuses it) nor rebind ``loop`` (jinja2
 refuses to compile that), so the sequence, its length and the position are what ``LoopContext`` would read;
@@ -44,27 +45,27 @@ from turnkit.render._budget import UPFRONT, current_budget, guard_iterable
 
 __all__ = ["LOOP_EXPRESSIONS", "dict_loop_target", "loop_properties", "plain_loop", "plain_loop_body", "repeated_items"]
 
-# ``loop.<name>`` on a ``(index0, length, sequence)`` tuple held in ``{0}``: what the LoopContext property returns
-# for a list or tuple (``last`` is "no item after this one", ``revindex`` is ``length - index0``, ``depth`` of a
-# loop that is not recursive is 1).
+# ``loop.<name>`` from the position ``index0`` held in ``{0}`` and the sequence held in ``{1}``: what the LoopContext
+# property returns for a list or tuple (``last`` is "no item after this one", ``revindex`` is ``length - index0``,
+# ``depth`` of a loop that is not recursive is 1).
 LOOP_EXPRESSIONS: dict[str, str] = {
-    "index0": "{0}[0]",
-    "index": "{0}[0] + 1",
-    "first": "{0}[0] == 0",
-    "last": "{0}[0] == {0}[1] - 1",
-    "length": "{0}[1]",
-    "revindex": "{0}[1] - {0}[0]",
-    "revindex0": "{0}[1] - {0}[0] - 1",
-    "previtem": "{0}[2][{0}[0] - 1] if {0}[0] else environment.undefined('there is no previous item')",
-    "nextitem": "{0}[2][{0}[0] + 1] if {0}[0] + 1 < {0}[1] else environment.undefined('there is no next item')",
+    "index0": "{0}",
+    "index": "{0} + 1",
+    "first": "{0} == 0",
+    "last": "{0} == len({1}) - 1",
+    "length": "len({1})",
+    "revindex": "len({1}) - {0}",
+    "revindex0": "len({1}) - {0} - 1",
+    "previtem": "{1}[{0} - 1] if {0} else environment.undefined('there is no previous item')",
+    "nextitem": "{1}[{0} + 1] if {0} + 1 < len({1}) else environment.undefined('there is no next item')",
     "depth": "1",
     "depth0": "0",
 }
 
 
 def plain_loop(iterable: Iterable[Any], undefined: Any) -> Iterator[tuple[Any, Any]]:
-    """``(item, (index0, length, sequence))`` per item of a list or tuple counted up front; a ``LoopContext`` for
-    anything else. Either way the loop is counted against the render's budget (see guard_iterable)."""
+    """``(item, index0)`` per item of a list or tuple counted up front; a ``LoopContext`` for anything else. Either
+    way the loop is counted against the render's budget (see guard_iterable)."""
     kind = type(iterable)
     if kind is list or kind is tuple:
         length = len(iterable)  # type: ignore[arg-type]
@@ -72,8 +73,8 @@ def plain_loop(iterable: Iterable[Any], undefined: Any) -> Iterator[tuple[Any, A
             budget = current_budget()
             if budget is not None:
                 budget.reserve_iterations(length)
-            # (tuples repeated, not itertools.repeat: cheaper to build for short loops, and a zip without keywords)
-            return zip(iterable, zip(range(length), (length,) * length, (iterable,) * length))  # noqa: B905
+            # (a zip without keywords: one reused pair per item, small ints for the positions, no tuple per item)
+            return zip(iterable, range(length))  # noqa: B905
     return LoopContext(guard_iterable(iterable), undefined)
 
 

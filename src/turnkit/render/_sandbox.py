@@ -12,6 +12,7 @@ It behaves exactly like the environment transformers 5.23 compiles chat template
 from __future__ import annotations
 
 import json
+import math
 import operator
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -230,11 +231,12 @@ class _GuardedCodeGenerator(CodeGenerator):
         self._finalized: list[tuple[Any, StringIO] | None] = []
         self._print_node: nodes.Expr | None = None  # the printed expression, until a fast path takes its test
         self._print_tmps: list[str] = []
-        # the ``loop`` variables of the loops being compiled, innermost last: (its Python name, whether it holds
-        # a ``(index0, length, sequence)`` tuple for a list or tuple, see _loops); the next loop header's kind
-        self._loops: list[tuple[str, bool]] = []
+        # the ``loop`` variables of the loops being compiled, innermost last: (its Python name, and for a plain
+        # loop the local holding its sequence: its ``loop`` is the position in a list or tuple, see _loops); the next
+        # loop header's kind
+        self._loops: list[tuple[str, str | None]] = []
         self._next_loop_plain = False
-        self._plain_iterable = False  # the next loop guard is a plain loop's, counted by tk_plain_loop
+        self._plain_iterable: str | None = None  # the next loop guard is a plain loop's: its sequence's local
         # reads of a loop variable's item answered from the last dict read (see _loops): node id -> the locals
         # holding that dict and its item
         self._kept_items: dict[int, tuple[str, str]] = {}
@@ -242,7 +244,21 @@ class _GuardedCodeGenerator(CodeGenerator):
         # the Python names known to hold an exact dict where code is being written, the next body to specialise
         # (the loop's body and its variable's name), and how many generic copies enclose the code being written
         self._exact: set[str] = set()
-        self._dict_body: tuple[list[nodes.Node], str] | None = None
+        self._dict_body: tuple[list[nodes.Node], str, list[str]] | None = None
+        # kept items forgotten at the start of each iteration of a dict copy: the local holding the item -> the
+        # local holding the dict (while that copy is being written)
+        self._fresh: dict[str, str] = {}
+        # the Python names bound where code is being written (see visit_Assign), and the statements being visited
+        self._bound: set[str] = set()
+        self._statements: Iterable[nodes.Node] = ()
+        # the template's variables set to a ``namespace(...)`` somewhere: their attributes are read namespace first
+        self._namespaces = {
+            assign.target.name
+            for assign in node.find_all(nodes.Assign)
+            if isinstance(assign.target, nodes.Name)
+            and isinstance(assign.node, nodes.Call)
+            and getattr(assign.node.node, "name", None) == "namespace"
+        }
         self._generic = 0
         fragments = getattr(self.environment, "fragments", False)
         # the root as straight Python, appending to a list (see _straight), or jinja2's generator
@@ -267,30 +283,36 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("from turnkit.render._sandbox import _new_namespace as tk_new_namespace")
         self.writeline("from turnkit.render._sandbox import _PLAIN_VALUES as tk_plain_values")
         self.writeline("tk_getattribute = object.__getattribute__")
+        self.writeline("from turnkit.render._sandbox import _NO_LOOP_VARS as tk_no_vars")
+        self.writeline("from turnkit.render._sandbox import _CaptureBuffer as tk_capture_buffer")
+        self.writeline("from turnkit.render._sandbox import _NO_SLOT as tk_no_slot, _NO_TEXT as tk_no_text")
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
         fragment = as_fragment(node.body[0]) if len(node.body) == 1 else None
         if fragment is not None:
             self.writeline(f"{fragment.state} = None")
         depth = len(self._loops)
+        target = None if self._generic or fragment is not None else dict_loop_target(node)
+        fresh = []  # the kept items of the loop variable's own keys, forgotten at each iteration of its dict copy
         for reads in repeated_items(node, _DICT_ATTRIBUTES):
             if id(reads[0]) not in self._kept_items:  # not already kept by an enclosing loop
                 owner, value = self.temporary_identifier(), self.temporary_identifier()
                 self.writeline(f"{owner} = tk_unset")
                 self._kept_items.update((id(read), (owner, value)) for read in reads)
+            if target is not None and getattr(reads[0].node, "name", None) == target:
+                fresh.append(self._kept_items[id(reads[0])][1])
         # jinja2 writes a LoopContext header when the body reads ``loop`` (see CodeGenerator.visit_For)
         uses_loop = "loop" in find_undeclared(node.iter_child_nodes(only=("body",)), ("loop",))
         self._next_loop_plain = uses_loop and plain_loop_body(node)
         self._meter_loop = frame.buffer == OUT and not node.recursive
-        target = None if self._generic or fragment is not None else dict_loop_target(node)
-        self._dict_body = None if target is None else (node.body, target)
+        self._dict_body = None if target is None else (node.body, target, fresh)
         super().visit_For(node, frame)
         del self._loops[depth:]
 
     def blockvisit(self, nodes: Iterable[nodes.Node], frame: Frame) -> None:
         pending = self._dict_body
         if pending is None or nodes is not pending[0]:
-            super().blockvisit(nodes, frame)
+            self._body_visit(nodes, frame)
             return
         # a loop body, twice: for an exact dict in the loop variable (its reads straight off the dict), and for
         # anything else (every read tested, as everywhere); the copy is chosen once per iteration
@@ -298,10 +320,18 @@ class _GuardedCodeGenerator(CodeGenerator):
         ref = frame.symbols.ref(pending[1])
         self.writeline(f"if type({ref}) is dict:")
         self.indent()
+        fresh = pending[2]
+        if fresh:
+            # the variable's items read more than once: none read yet in this iteration (its dict is the same
+            # object all through the iteration, so a kept item needs no identity test, see _dict_item)
+            self.writeline(f"{' = '.join(fresh)} = missing")
+            self._fresh.update(dict.fromkeys(fresh, ref))
         self._exact.add(ref)
         first = self._last_identifier
-        super().blockvisit(nodes, frame)
+        self._body_visit(nodes, frame)
         self._exact.discard(ref)
+        for value in fresh:
+            del self._fresh[value]
         self.outdent()
         self.writeline("else:")
         self.indent()
@@ -309,10 +339,47 @@ class _GuardedCodeGenerator(CodeGenerator):
         # before reading it): every local of the function costs its frame a slot to clear on every call
         last, self._last_identifier = self._last_identifier, first
         self._generic += 1  # loops nested in the generic copy stay generic: the code grows linearly with depth
-        super().blockvisit(nodes, frame)
+        self._body_visit(nodes, frame)
         self._generic -= 1
         self._last_identifier = max(last, self._last_identifier)
         self.outdent()
+
+    def _body_visit(self, body: Iterable[nodes.Node], frame: Frame) -> None:
+        """jinja2's visit of a list of statements, knowing which are its own (see visit_Assign): a variable the list
+        sets is bound from there to its end."""
+        bound, outer = set(self._bound), self._statements
+        self._statements = body
+        super().blockvisit(body, frame)
+        self._bound, self._statements = bound, outer
+
+    def visit_Assign(self, node: nodes.Assign, frame: Frame) -> None:
+        super().visit_Assign(node, frame)
+        # ``{% set x = ... %}`` as a statement of the list being visited (not inside an ``if`` of it): ``x`` holds
+        # the value from here to the list's end, never jinja2's ``missing`` (a read makes an undefined of that)
+        if isinstance(node.target, nodes.Name) and any(node is statement for statement in self._statements):
+            self._bound.add(frame.symbols.ref(node.target.name))
+
+    def visit_Macro(self, node: nodes.Macro, frame: Frame) -> None:
+        super().visit_Macro(node, frame)
+        # ``{% macro f() %}`` as a statement of the list being visited binds ``f`` as a ``set`` does
+        if any(node is statement for statement in self._statements):
+            self._bound.add(frame.symbols.ref(node.name))
+
+    def visit_Name(self, node: nodes.Name, frame: Frame) -> None:
+        if node.ctx == "load" and self._bound:
+            ref = frame.symbols.find_ref(node.name)
+            if ref in self._bound:  # bound by a ``set`` before it in the same function: no test for ``missing``
+                self.write(ref)
+                return
+        super().visit_Name(node, frame)
+
+    def macro_body(self, node: nodes.Macro | nodes.CallBlock, frame: Frame) -> tuple[Frame, Any]:
+        # a macro or call block runs when called, maybe after its enclosing variables were reset to ``missing``
+        bound, self._bound = self._bound, set()
+        try:
+            return super().macro_body(node, frame)
+        finally:
+            self._bound = bound
 
     def _exact_dict(self, node: nodes.Node, frame: Frame) -> str | None:
         """The Python name of ``node`` when it is a variable known to hold an exact dict here, else None."""
@@ -332,22 +399,28 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("concat = environment.concat")
         self.writeline("cond_expr_undefined = Undefined")
         self.writeline("tk_parent_get = context.parent.get")
+        self.writeline("tk_vars = context.vars")
         self.writeline(f"{OUT} = []")
         self.writeline(f"tk_next_check = {CHECK_EVERY}")
         self.writeline("tk_total = 0")
 
     def enter_frame(self, frame: Frame) -> None:
-        if not (self._straight and frame.rootlevel):
+        if self._straight and frame.rootlevel:
+            frame.buffer = OUT
+            # jinja2's loads, reading each variable of the render straight from its dict: before the root's first
+            # statement no name is assigned yet (``context.vars`` is empty), so ``resolve_or_missing`` would look
+            # in ``context.parent`` alone
+            resolve = "tk_parent_get({0!r}, missing)"
+        elif self._straight and self.get_resolve_func() == "resolve":
+            # an inner frame: what ``context.resolve_or_missing`` returns, without its Python frame
+            resolve = "tk_vars[{0!r}] if {0!r} in tk_vars else tk_parent_get({0!r}, missing)"
+        else:
             super().enter_frame(frame)
             return
-        frame.buffer = OUT
-        # jinja2's loads, reading each variable of the render straight from its dict: before the root's first
-        # statement no name is assigned yet (``context.vars`` is empty), so ``resolve_or_missing`` would look in
-        # ``context.parent`` alone
         undefs = []
         for target, (action, param) in frame.symbols.loads.items():
             if action == VAR_LOAD_RESOLVE:
-                self.writeline(f"{target} = tk_parent_get({param!r}, missing)")
+                self.writeline(f"{target} = {resolve.format(param)}")
             elif action == VAR_LOAD_UNDEFINED:
                 undefs.append(target)
             elif action == VAR_LOAD_ALIAS:
@@ -361,23 +434,32 @@ class _GuardedCodeGenerator(CodeGenerator):
             self.writeline(f"return {OUT}")
 
     def write(self, x: str) -> None:
-        if x == "_loop_vars = {}" and self._meter_loop:
-            # the first line of a loop body of the root frame: measure the output every CHECK_EVERY chunks
-            self._meter_loop = False
-            super().write(x)
-            self.writeline(
-                f"if len({OUT}) >= tk_next_check: "
-                f"tk_next_check, tk_total = tk_output_grew(environment, {OUT}, tk_next_check, tk_total)"
-            )
+        if x == "_loop_vars = {}":
+            # the first line of a loop body: the names the iteration sets, read only by calls of context functions
+            # (jinja2's Context.call derives a context from them when there are some); most bodies set none, so
+            # the iteration starts with one shared empty dict, and its first ``{% set %}`` makes its own (below)
+            super().write("_loop_vars = tk_no_vars")
+            if self._meter_loop:
+                # a loop body of the root frame: measure the output every CHECK_EVERY chunks
+                self._meter_loop = False
+                self.writeline(
+                    f"if len({OUT}) >= tk_next_check: "
+                    f"tk_next_check, tk_total = tk_output_grew(environment, {OUT}, tk_next_check, tk_total)"
+                )
             return
+        if x.startswith("_loop_vars[") or x == "_loop_vars.update({":
+            # a ``{% set %}`` in a loop body recording the name it sets: never into the shared empty dict
+            super().write("if _loop_vars is tk_no_vars: _loop_vars = {}")
+            self.newline()
         # jinja2's loop header ``for <target>, l_1_loop in LoopContext(<iterable>, undefined):``, met before the
         # body: remember which ``loop`` it binds, and bind a plain loop's to tk_plain_loop's tuples instead
         if x.startswith(", ") and x.endswith(" in LoopContext("):
             ref = x[2 : -len(" in LoopContext(")]
-            self._loops.append((ref, self._next_loop_plain))
-            if self._next_loop_plain:
+            sequence = self.temporary_identifier() if self._next_loop_plain else None
+            self._loops.append((ref, sequence))
+            if sequence is not None:
                 x = f", {ref} in tk_plain_loop("
-            self._plain_iterable, self._next_loop_plain = self._next_loop_plain, False
+            self._plain_iterable, self._next_loop_plain = sequence, False
         super().write(x)
 
     def visit_ScopedEvalContextModifier(self, node: nodes.ScopedEvalContextModifier, frame: Frame) -> None:
@@ -402,9 +484,10 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.write(f", {node.layout!r})")
         self.outdent()
         self.writeline(f"{key} = ")
-        if node.layout is not None and self._plain_loop(frame):
+        sequence = self._plain_loop(frame) if node.layout is not None else None
+        if sequence is not None:
             ref = frame.symbols.find_ref("loop")  # a plain loop over the sequence read: its position's key
-            self.write(f"{state}.keys[{ref}[0]] if type({ref}) is tuple and {ref}[2] is {state}.sequence else ")
+            self.write(f"{state}.keys[{ref}] if type({ref}) is int and {sequence} is {state}.sequence else ")
         self.write(f"({state}.scope")
         for part, raw in zip(node.parts.items, node.raw, strict=True):
             self.write(", ")
@@ -433,7 +516,8 @@ class _GuardedCodeGenerator(CodeGenerator):
 
     def buffer(self, frame: Frame) -> None:
         frame.buffer = self.temporary_identifier()
-        self.writeline(f"{frame.buffer} = environment.capture_buffer()")
+        # the buffer class called with the sandbox, not a method of it: one Python frame less per macro call
+        self.writeline(f"{frame.buffer} = tk_capture_buffer(environment)")
 
     @optimizeconst
     def visit_Getattr(self, node: nodes.Getattr, frame: Frame) -> None:
@@ -441,11 +525,12 @@ class _GuardedCodeGenerator(CodeGenerator):
         tmp = self.temporary_identifier()
         attr = node.attr
         if attr in _LOOP_ATTRIBUTES and isinstance(node.node, nodes.Name) and node.node.name == "loop":
-            if self._plain_loop(frame):
-                # a plain loop's ``loop`` is its tuple on a list or tuple, else the LoopContext (see _loops)
-                self.write(f"(({LOOP_EXPRESSIONS[attr].format(tmp)}) if type({tmp} := ")
-                self.visit(node.node, frame)
-                self.write(f") is tuple else {tmp}.{attr})")
+            sequence = self._plain_loop(frame)
+            if sequence is not None:
+                # a plain loop's ``loop`` is its position in a list or tuple, else the LoopContext (see _loops)
+                ref = frame.symbols.find_ref("loop")
+                expression = LOOP_EXPRESSIONS[attr].format(ref, sequence)
+                self.write(f"(({expression}) if type({ref}) is int else {ref}.{attr})")
                 return
             self.write(f"({tmp}.{attr} if type({tmp} := ")
             self.visit(node.node, frame)
@@ -455,13 +540,13 @@ class _GuardedCodeGenerator(CodeGenerator):
         else:
             super().visit_Getattr(node, frame)
 
-    def _plain_loop(self, frame: Frame) -> bool:
-        """Whether ``loop`` here names a plain loop's variable (see _loops)."""
+    def _plain_loop(self, frame: Frame) -> str | None:
+        """The local holding the sequence when ``loop`` here names a plain loop's variable (see _loops)."""
         ref = frame.symbols.find_ref("loop")
-        for name, plain in reversed(self._loops):
+        for name, sequence in reversed(self._loops):
             if name == ref:
-                return plain
-        return False
+                return sequence
+        return None
 
     @optimizeconst
     def visit_Getitem(self, node: nodes.Getitem, frame: Frame) -> None:
@@ -495,6 +580,11 @@ class _GuardedCodeGenerator(CodeGenerator):
             # the variable holds an exact dict for the whole iteration: the read is the dict's, untested
             if kept is None:
                 self.write(f"({exact}[{key!r}] if {key!r} in {exact} else ")
+            elif self._fresh.get(kept[1]) == exact:
+                value = kept[1]
+                self.write(
+                    f"({value} if {value} is not missing else ({value} := {exact}[{key!r}]) if {key!r} in {exact} else "
+                )
             else:
                 owner, value = kept
                 self.write(
@@ -504,6 +594,18 @@ class _GuardedCodeGenerator(CodeGenerator):
             self.write(f"environment.undefined(obj={exact}, name={key!r}))")
             return
         tmp, is_dict = self.temporary_identifier(), self.temporary_identifier()
+        if kept is None and hook == "getattr" and key[:1] != "_" and getattr(node, "name", None) in self._namespaces:
+            # ``ns.system`` where ``ns`` is set to a ``namespace(...)``: the namespace's plain value tested first
+            item = self.temporary_identifier()
+            self.write(f"({item} if type({tmp} := ")
+            self.visit(node, frame)
+            self.write(
+                f") is tk_namespace and type({item} := tk_getattribute({tmp}, '_Namespace__attrs').get({key!r}, "
+                f"tk_unset)) in tk_plain_values else {tmp}[{key!r}] if ({is_dict} := type({tmp}) is dict) and "
+                f"{key!r} in {tmp} else environment.undefined(obj={tmp}, name={key!r}) if {is_dict} else "
+                f"environment.getattr({tmp}, {key!r}))"
+            )
+            return
         if kept is None:
             self.write(f"({tmp}[{key!r}] if ({is_dict} := type({tmp} := ")
             self.visit(node, frame)
@@ -607,8 +709,8 @@ class _GuardedCodeGenerator(CodeGenerator):
     def visit_Filter(self, node: nodes.Filter, frame: Frame) -> None:
         if node.name == _LOOP_FILTER and node.node is not None:
             # the loop guard (a plain Python call; a plain loop's tk_plain_loop counts the loop itself)
-            plain, self._plain_iterable = self._plain_iterable, False
-            self.write("(" if plain else "tk_guard_iterable(")
+            sequence, self._plain_iterable = self._plain_iterable, None
+            self.write(f"({sequence} := " if sequence is not None else "tk_guard_iterable(")
             self.visit(node.node, frame)
             self.write(")")
             return
@@ -653,7 +755,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             super().visit_Filter(node, frame)
             return
         printed = self._printed(node)
-        self.write(f"({' + '.join(names)} if ")
+        self.write(f"({_joined(names, constants)} if ")
         for i, (name, item) in enumerate(tested):
             self.write(f"{' & ' if i else ''}(type({name} := ")
             self.visit(item, frame)
@@ -681,19 +783,26 @@ class _GuardedCodeGenerator(CodeGenerator):
         printed = self._printed(node)
         limit = self.environment.limits.max_sequence_length  # type: ignore[attr-defined]
         short = min(limit, (_FREE_BYTES - 3) // 6)  # at most 6 characters per character, plus the quotes
-        if arguments == _JSON_DEFAULTS:  # a short string, else a schema's text
-            self.write(f"(tk_encode_str({tmp}) if (type({tmp} := ")
-            self.visit(node.node, frame)
-            self.write(f") is str and len({tmp}) <= {short}) else {text}[0] if type({tmp}) is dict and ")
-        else:  # a schema's text for these arguments
-            self.write(f"({text}[0] if type({tmp} := ")
-            self.visit(node.node, frame)
-            self.write(") is dict and ")
-        self.write(
-            f"({slot} := tk_frozen_slot(id({tmp}))) is not None and {slot}[0] is {tmp} and "
-            f"({text} := {slot}[1].get({arguments!r})) is not None and {text}[1] <= {limit} and "
-            f"len({text}[0]) < {_FREE_BYTES} else "
-        )
+        # each test is written around its ``type(x)`` call: a schema's text, from its slot (or a stand-in whose value
+        # is no object of the template's) and the text kept for these arguments (or a stand-in that never fits),
+        # when it is short and within the size limit; with the default arguments, a short string's
+        tests = [
+            (
+                f"{text}[0] if type(",
+                f") is dict and ({slot} := tk_frozen_slot(id({tmp}), tk_no_slot))[0] is {tmp} and "
+                f"({text} := {slot}[1].get({arguments!r}, tk_no_text))[2] <= {limit} else ",
+            )
+        ]
+        if arguments == _JSON_DEFAULTS:
+            tests.append((f"tk_encode_str({tmp}) if type(", f") is str and len({tmp}) <= {short} else "))
+            if not isinstance(node.node, nodes.Name):
+                # an item (``fn['name'] | tojson``) is more often a string; a variable (``tool``) a schema
+                tests.reverse()
+        self.write(f"({tests[0][0]}{tmp} := ")
+        self.visit(node.node, frame)
+        self.write(tests[0][1])
+        for head, tail in tests[1:]:
+            self.write(f"{head}{tmp}{tail}")
         held = _internal_name(tmp, node.lineno)
         self._fallback(
             nodes.Filter(held, "tojson", node.args, node.kwargs, None, None, lineno=node.lineno), frame, printed
@@ -833,6 +942,15 @@ def _json_arguments(node: nodes.Filter, frame: Frame) -> tuple[Any, ...] | None:
 _JSON_KEY_TYPES = frozenset({bool, int, str, type(None)})
 
 
+def _joined(names: list[str], constants: list[str | None]) -> str:
+    """Python for the concatenation of ``names`` (temporaries holding strings, or the repr of a constant): one
+    f-string (its parts joined by a single ``BUILD_STRING``, a plain literal part taken as it is), cheaper from three
+    parts on than a ``+`` per part, each building an intermediate string."""
+    if len(names) < 3:
+        return " + ".join(names)
+    return " ".join(name if text is not None else f"f'{{{name}}}'" for name, text in zip(names, constants, strict=True))
+
+
 def _str_const(node: nodes.Node) -> str | None:
     """The text of a constant string node, else None."""
     return node.value if isinstance(node, nodes.Const) and type(node.value) is str else None
@@ -937,6 +1055,13 @@ def _namespace_items(namespace: Namespace) -> dict[str, Any]:
 
 
 _ABSENT: Any = object()
+_NO_LOOP_VARS: dict[str, Any] = {}
+"""The names a loop iteration has set while it has set none: shared, never written (see
+``_GuardedCodeGenerator.write``)."""
+_NO_SLOT: tuple[Any, dict[Any, Any]] = (_ABSENT, {})
+"""What an inline ``tojson`` reads for an object that is no private tool schema: its value is no template's object."""
+_NO_TEXT = ("", 0, math.inf)
+"""What an inline ``tojson`` reads for a schema whose text for the arguments is not built yet: it never fits."""
 
 
 def _raise_exception(message: Any) -> None:
@@ -1030,9 +1155,6 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
         budget = current_budget()
         extra = 2 * budget.input_size() if budget is not None else 0
         return self.limits.max_output_chars + extra
-
-    def capture_buffer(self, *, charge: bool = True) -> _CaptureBuffer:
-        return _CaptureBuffer(self, charge=charge)
 
     # -- remembered loop iterations (see _fragments) ------------------------------------------------------------
 
@@ -1388,7 +1510,9 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
                             x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
                         )
                     if frozen is not None:
-                        frozen[1][args] = (result, estimate)
+                        # the third item is what the code generator's inline read tests against the size limit:
+                        # the estimate, or infinity for a text long enough to be charged (see _tojson above)
+                        frozen[1][args] = (result, estimate, estimate if len(result) < _FREE_BYTES else math.inf)
         if len(result) >= _FREE_BYTES:
             self.check_size(len(result), "tojson")
             self.charge(_nbytes(result))

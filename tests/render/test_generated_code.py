@@ -1,0 +1,183 @@
+"""The code generator's cheaper forms of a template's own code give what transformers 5.23 (or jinja2) gives.
+
+Each form is asserted to be in the generated code (so the test fails if the form is no longer taken) and its
+template rendered on both sides of what the form relies on: one f-string per ``+``/``~`` chain, the shared empty
+``_loop_vars``, kept items forgotten at each iteration of a dict copy, ``tojson``'s stand-in slot and text, reads
+of a namespace variable namespace first, a plain loop's position, a loop's variables resolved inline, and variables
+read without the ``missing`` test after a ``{% set %}``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import jinja2
+import pytest
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from tests.render.reference import reference_render
+from turnkit import ChatTemplate, Limits, TemplateError
+from turnkit.render import _sandbox
+from turnkit.render._inputs import frozen_json, tool_schemas
+from turnkit.render._loops import plain_loop
+from turnkit.render._sandbox import sandbox_for
+from turnkit.render._template import render_template_string
+
+CHAT: list[dict[str, Any]] = [
+    {"role": "system", "content": "Be {brief}.\\ 'ok'", "name": "first"},
+    {"role": "user", "content": "Hi"},
+    {"role": "assistant", "content": "x" * 5000, "name": "third"},
+    {"role": "user", "content": ["not", "a", "str"], "name": {"a": 1}},
+]
+
+
+def _compiled(source: str) -> str:
+    return sandbox_for(Limits()).compile(source, raw=True)
+
+
+def _ours(source: str, conversation: Any, **kwargs: Any) -> tuple[str, Any]:
+    try:
+        return "ok", ChatTemplate(source).render(copy.deepcopy(conversation), **kwargs)
+    except TemplateError as exc:
+        return "error", exc
+
+
+def _matches_transformers(source: str, conversation: Any = CHAT, **kwargs: Any) -> None:
+    ours = _ours(source, conversation, **kwargs)
+    theirs = reference_render(copy.deepcopy(conversation), source, **kwargs)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "ok":
+        assert ours[1] == theirs[1]
+
+
+# (template, a piece of the generated code that shows the form is taken)
+FORMS = [
+    # one f-string per chain of three operands or more; constants with braces, quotes and backslashes kept as
+    # they are; a str subclass (Markup), a non-str, an undefined value and a long total take the sized filter
+    (
+        "{% for m in messages %}{{ '{' + m.role + '}\\\\\\'\"' + m.content + '{x}' }}|"
+        "{{ m.role ~ ':' ~ m.name ~ '}' }}|{{ ('<b>'|safe) + m.role + '<i>' }}{% endfor %}",
+        "f'{",
+    ),
+    ("{% for m in messages %}{{ '[' + m.role + m.name + ']' }}{% endfor %}", "f'{"),
+    ("{{ ('y' * 4090) + messages[0].role + messages[1].role }}", "f'{"),
+    # kept items of the loop variable forgotten at each iteration: the second message has no ``name``, and must
+    # not print the first one's; the fourth's is a dict
+    (
+        "{% for m in messages %}{{ m['name'] }}|{{ m['name'] is defined }}|{{ m.name }}/{{ m.role }}{{ m.role }}"
+        "{% endfor %}",
+        "is not missing else",
+    ),
+    # tojson of a loop variable: a schema first, then a short string, then the filter (a dict that is no schema, a
+    # long string, Markup, a number)
+    (
+        "{% for t in [messages[0], 'x' * 10, 'y' * 700, ('<b>'|safe), 3, messages[0].missing] %}{{ t | tojson }}|"
+        "{% endfor %}",
+        "tk_no_slot",
+    ),
+    # reads of a variable set to a namespace: the namespace first, then a dict, then anything else
+    (
+        "{% macro f() %}F{% endmacro %}{% set ns = namespace(a=1, b=messages, f=f) %}{{ ns.a }}|{{ ns.b | length }}"
+        "|{{ ns.f() }}|{{ ns.missing is defined }}|{% set ns = messages[0] %}{{ ns.role }}|{{ ns.nope is defined }}"
+        "|{% set ns = 'text' %}{{ ns.upper is defined }}|{{ ns.nope is defined }}",
+        "is tk_namespace and",
+    ),
+    # a plain loop's position: every property, in a nested loop too, and a loop over a string (a LoopContext)
+    (
+        "{% for m in messages %}{{ loop.index0 }}{{ loop.index }}{{ loop.first }}{{ loop.last }}{{ loop.length }}"
+        "{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.previtem.role if loop.previtem is defined }}"
+        "{{ loop.nextitem.role if loop.nextitem is defined }}{{ loop.depth }}{{ loop.depth0 }}"
+        "{% for c in m.role %}{{ loop.index }}{{ loop.last }}{% endfor %}{% endfor %}",
+        "type(l_1_loop) is int",
+    ),
+    # a loop's variable read before the loop may set it: from the template's top-level names, else the render's
+    # variables, else undefined (what ``context.resolve_or_missing`` finds, inline)
+    (
+        "{% set t = 'top' %}{% for m in messages %}{{ t }}{% if m.role == 'user' %}{% set t = m.role %}{% endif %}"
+        "{{ t }}|{{ add_generation_prompt }}{% if false %}{% set add_generation_prompt = 1 %}{% endif %}"
+        "|{{ zz is defined }}{% if false %}{% set zz = 1 %}{% endif %};{% endfor %}",
+        "in tk_vars else tk_parent_get(",
+    ),
+    # variables read without the test for ``missing`` after a ``set``; before it, in an ``if`` not taken, and in
+    # a macro defined in a loop and called after it (when jinja2 has reset the loop's variables) they are tested
+    (
+        "{{ w is defined }}{% set w = 1 %}{{ w }}{% if false %}{% set y = 1 %}{% endif %}{{ y is defined }}"
+        "{% set ns = namespace(g=none) %}{% for m in messages %}{% set x = m.role %}{{ x }}"
+        "{% macro g() %}[{{ x is defined }}]{% endmacro %}{% set ns.g = g %}{% endfor %}{{ ns.g() }}",
+        "{{ x }}",  # (checked below: the read after the set is the bare name)
+    ),
+]
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize(("source", "form"), FORMS)
+def test_generated_forms_match_transformers(source: str, form: str) -> None:
+    if form != "{{ x }}":
+        assert form in _compiled(source)
+    _matches_transformers(source)
+
+
+def test_a_variable_set_before_is_read_bare_and_others_are_tested() -> None:
+    code = _compiled(
+        "{{ a }}{% set a = 1 %}{{ a }}{% if a %}{% set b = 2 %}{{ b }}{% endif %}{{ b }}"
+        "{% for m in messages %}{% set c = m %}{{ c }}{% endfor %}{% macro f() %}{{ a }}{% endmacro %}"
+    )
+    lines = [line.strip() for line in code.splitlines()]
+    prints = [line for line in lines if line.startswith(("tk_out.append(", "t_")) or "l_0_a" in line]
+    assert sum("undefined(name='a')" in line for line in lines) == 2, prints  # before the set, and in the macro
+    assert sum("undefined(name='b')" in line for line in lines) == 1  # after the ``if`` only
+    assert "undefined(name='c')" not in code
+
+
+def test_loop_vars_stay_per_iteration_for_context_functions() -> None:
+    """A context function called in a loop sees the names the iteration set so far, as in jinja2; the shared empty
+    dict the iterations start with is never written."""
+
+    @jinja2.pass_context
+    def probe(context: Any) -> str:
+        return str(context.get("x", "-"))
+
+    source = (
+        "{% for m in messages %}{{ probe() }}{% set x = m.role %}{{ probe() }}{% for c in [1] %}{{ probe() }}"
+        "{% endfor %}{{ probe() }}{% endfor %}{{ probe() }}|{% for m in messages %}{{ probe() }}{% endfor %}"
+    )
+    assert "_loop_vars = tk_no_vars" in _compiled(source)
+    conversation = [{"role": "system", "content": "a"}, {"role": "user", "content": "b"}]
+    expected = ImmutableSandboxedEnvironment().from_string(source).render(messages=conversation, probe=probe)
+    assert render_template_string(source, {"messages": conversation, "probe": probe}) == expected
+    # (after a nested loop, jinja2's iteration dict is the nested loop's: the name set before it is no longer seen)
+    assert expected == "-system---user---|--"
+    assert _sandbox._NO_LOOP_VARS == {}
+
+
+def test_plain_loops_hand_out_positions() -> None:
+    items = [{"a": 1}, {"a": 2}, {"a": 3}]
+    assert list(plain_loop(items, None)) == [(items[0], 0), (items[1], 1), (items[2], 2)]
+    assert list(plain_loop(tuple(items), None)) == [(items[0], 0), (items[1], 1), (items[2], 2)]
+    assert type(next(iter(plain_loop("ab", jinja2.Undefined)))[1]).__name__ == "LoopContext"
+
+
+@pytest.mark.reference
+def test_tool_json_of_a_long_schema_takes_the_filter_every_time() -> None:
+    """A schema whose text is long enough to be charged is never printed by the inline read (its kept text's third
+    item is infinite), on the first render and the ones after; a short one's is its size estimate."""
+    tool = {
+        "type": "function",
+        "function": {"name": "f", "description": "d" * 5000, "parameters": {"type": "object", "properties": {}}},
+    }
+    source = "{% for t in tools %}{{ t | tojson }}|{{ t | tojson(indent=2) }}{% endfor %}"
+    chat = [{"role": "user", "content": "hi"}]
+    template = ChatTemplate(source)
+    first = template.render(chat, tools=[tool])
+    assert template.render(chat, tools=[tool]) == first == reference_render(chat, source, tools=[tool])[1]
+    slot = frozen_json(tool_schemas([tool], set())[0])  # the private copy's slot: what the inline read tests
+    assert slot is not None
+    texts = slot[1]
+    assert texts[(False, None, None, False)][2] == texts[(False, 2, None, False)][2] == math.inf
+    short = {"type": "function", "function": {"name": "g", "parameters": {"type": "object", "properties": {}}}}
+    ChatTemplate(source).render(chat, tools=[short])
+    slot = frozen_json(tool_schemas([short], set())[0])
+    assert slot is not None
+    assert [text[2] for text in slot[1].values()] == [text[1] for text in slot[1].values()]  # its estimates
