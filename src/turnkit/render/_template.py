@@ -26,7 +26,6 @@ from turnkit.render._budget import RenderBudget, reset_budget, set_budget
 from turnkit.render._inputs import (
     REASONING_FIELDS,
     adopt,
-    alias_reasoning_fields,
     check_render_args,
     check_tokenize_args,
     input_size,
@@ -430,11 +429,10 @@ class ChatTemplate:
         continue_final_message: bool | str,
         trusted: set[int],
     ) -> str:
-        chat = alias_reasoning_fields(messages)
         final_message: Any = None
         if continue_final_message:
-            final_message = _tag_final_message(chat, source, continue_final_message)
-        variables = {**extra, "messages": chat, **shared}
+            final_message = _tag_final_message(messages, source, continue_final_message)
+        variables = {**extra, "messages": messages, **shared}
         text = _run(self._sandbox, compiled, variables, trusted)
         tracker = TRACKER.get()
         if tracker is not None and self._nested_generation(compiled, source):
