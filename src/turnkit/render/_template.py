@@ -351,7 +351,7 @@ class ChatTemplate:
                     )
         shared: dict[str, Any] = {
             "tools": schemas,
-            "documents": documents if adopt(documents, trusted) else _plain(documents, trusted),
+            "documents": documents if documents is None or adopt(documents, trusted) else _plain(documents, trusted),
             "add_generation_prompt": add_generation_prompt,
         }
         extra = self._plain_special if not kwargs else _plain({**self._special, **kwargs}, trusted)
