@@ -42,6 +42,7 @@ class RenderBudget:
         "max_allocated",
         "_ticks",
         "_measure",
+        "_inputs",
         "_input",
         "trusted",
     )
@@ -49,10 +50,11 @@ class RenderBudget:
     def __init__(
         self,
         limits: Limits,
-        *,
-        input_bytes: Callable[[], int] | None = None,
         trusted: set[int] | None = None,
+        measure: Callable[[Any], int] | None = None,
+        inputs: Any = None,
     ) -> None:
+        # (positional: a class called with keywords gets them as a new dict; every render builds one budget)
         self.limits = limits
         self.deadline = time.monotonic() + limits.render_timeout_s
         self.loops = 0
@@ -60,8 +62,10 @@ class RenderBudget:
         self.allocated = 0
         self.max_allocated = limits.max_render_bytes
         self._ticks = 0
-        # Measuring the input costs a walk over it, so it is done only when a render first needs the allowance.
-        self._measure = input_bytes
+        # Measuring the input (``measure(inputs)``) costs a walk over it, so it is done only when a render first
+        # needs the allowance.
+        self._measure = measure
+        self._inputs = inputs
         self._input: int | None = None
         # ids of the containers the caller's input was rebuilt into: a tree (no shared parts), so printing one
         # costs at most a multiple of the input size and needs no estimate.
@@ -105,7 +109,7 @@ class RenderBudget:
         template that blows a small input up is still held to the fixed limits.
         """
         if self._input is None:
-            self._input = self._measure() if self._measure is not None else 0
+            self._input = self._measure(self._inputs) if self._measure is not None else 0
         return self._input
 
     def reserve_iterations(self, count: int) -> None:

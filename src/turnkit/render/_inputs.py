@@ -68,7 +68,8 @@ def too_deep() -> TemplateError:
 
 
 def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) -> list[Any]:
-    """The conversation's messages without ``None``-valued keys, as plain data (see :func:`plain_data`).
+    """The conversation's messages without ``None``-valued keys, as plain data (see :func:`plain_data`), their
+    reasoning copied under the names templates read (:func:`alias_reasoning_fields`).
 
     A message that already is plain data shaped as a tree (:func:`adopt`) is used as it is: templates cannot
     mutate what they are given. When only its ``None`` values stand in the way (an assistant turn with
@@ -81,13 +82,16 @@ def plain_messages(conversation: Any, trusted: set[int], *, copy: bool = False) 
         for message in conversation:
             if type(message) is not dict:
                 message = {k: v for k, v in message.items()}  # noqa: C416 - Mappings as transformers reads them
-            elif not copy and (plain := adopt(message, trusted)):
-                if plain == WITH_NONE:
-                    message = {key: item for key, item in message.items() if item is not None}
-                    _trust(message, trusted)
-                messages.append(message)
-                continue
-            messages.append(_plain_dict(message, trusted, drop_none=True))
+                message = _plain_dict(message, trusted, drop_none=True)
+            elif copy or not (plain := _adopt_dict(message, trusted)):
+                message = _plain_dict(message, trusted, drop_none=True)
+            elif plain is WITH_NONE:
+                message = {key: item for key, item in message.items() if item is not None}
+                _trust(message, trusted)
+            # (in this loop: a second loop over the messages costs more than these three lookups)
+            if _REASONING_1 in message or _REASONING_2 in message or _REASONING_3 in message:
+                message = _aliased(message)
+            messages.append(message)
     except (AttributeError, TypeError) as exc:
         raise TemplateError(
             f"a conversation must be a list of message dicts, got {_describe(conversation)}", code="template_input"
@@ -112,30 +116,56 @@ def adopt(value: Any, trusted: set[int]) -> int:
     """
     kind = type(value)
     if kind is dict:
-        ident = id(value)  # (once: id() is a call that allocates the number and raises an audit event)
-        if ident in trusted:
-            return False
-        trusted.add(ident)
-        plain: int = True
-        for key, item in value.items():
-            if type(key) is not str and type(key) not in _SCALARS:
-                return False
-            if type(item) is not str:
-                if item is None:
-                    plain = WITH_NONE
-                elif type(item) not in _SCALARS and not adopt(item, trusted):
-                    return False
-        return plain
+        return _adopt_dict(value, trusted)
     if kind is list or kind is tuple:
-        ident = id(value)
-        if ident in trusted:
-            return False
-        trusted.add(ident)
-        for item in value:
-            if type(item) not in _SCALARS and not adopt(item, trusted):
-                return False
-        return True
+        return _adopt_items(value, trusted)
     return kind in _SCALARS
+
+
+# The walk behind adopt, a function per container kind, each dispatching its items on their exact type itself (a
+# call per container and no second type test).
+
+
+def _adopt_dict(value: dict[Any, Any], trusted: set[int]) -> int:
+    ident = id(value)  # (once: id() is a call that allocates the number and raises an audit event)
+    if ident in trusted:
+        return False
+    trusted.add(ident)
+    plain: int = True
+    for key, item in value.items():
+        if type(key) is not str and type(key) not in _SCALARS:
+            return False
+        kind = type(item)
+        if kind is not str:
+            if item is None:
+                plain = WITH_NONE
+            elif kind is dict:
+                if not _adopt_dict(item, trusted):
+                    return False
+            elif kind is list or kind is tuple:
+                if not _adopt_items(item, trusted):
+                    return False
+            elif kind not in _SCALARS:
+                return False
+    return plain
+
+
+def _adopt_items(value: list[Any] | tuple[Any, ...], trusted: set[int]) -> bool:
+    ident = id(value)
+    if ident in trusted:
+        return False
+    trusted.add(ident)
+    for item in value:
+        kind = type(item)
+        if kind is dict:
+            if not _adopt_dict(item, trusted):
+                return False
+        elif kind is list or kind is tuple:
+            if not _adopt_items(item, trusted):
+                return False
+        elif kind not in _SCALARS:
+            return False
+    return True
 
 
 def _plain_dict(value: Mapping[Any, Any], trusted: set[int] | None, *, drop_none: bool = False) -> dict[Any, Any]:
@@ -203,14 +233,13 @@ def alias_reasoning_fields(chat: list[Any]) -> list[Any]:
             break
     else:
         return chat  # nothing to alias (the usual case): keep the list as it is
-    aliased = []
-    for message in chat:
-        if isinstance(message, dict):
-            reasoning = next((message[key] for key in REASONING_FIELDS if message.get(key) is not None), None)
-            if reasoning is not None:
-                message = {"thinking": reasoning, **message, "reasoning_content": reasoning}
-        aliased.append(message)
-    return aliased
+    return [_aliased(message) if isinstance(message, dict) else message for message in chat]
+
+
+def _aliased(message: dict[Any, Any]) -> dict[Any, Any]:
+    """``message`` with its reasoning (if any is not ``None``) under every name of ``REASONING_FIELDS``."""
+    reasoning = next((message[key] for key in REASONING_FIELDS if message.get(key) is not None), None)
+    return message if reasoning is None else {"thinking": reasoning, **message, "reasoning_content": reasoning}
 
 
 def tool_schemas(tools: Any, trusted: set[int] | None = None) -> list[Any] | None:

@@ -41,7 +41,7 @@ from markupsafe import Markup
 
 from turnkit.errors import TemplateLimitError
 from turnkit.limits import DEFAULT_LIMITS, Limits
-from turnkit.render._budget import RenderBudget, current_budget, estimate_str_size, guard_iterable
+from turnkit.render._budget import current_budget, estimate_str_size, guard_iterable
 from turnkit.render._fragments import (
     UNKEYABLE,
     Fragment,
@@ -1196,11 +1196,6 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
                 budget.reserve_iterations(entry[1])
             if entry[2]:
                 budget.allocate(entry[2])
-
-    def new_budget(
-        self, *, input_bytes: Callable[[], int] | None = None, trusted: set[int] | None = None
-    ) -> RenderBudget:
-        return RenderBudget(self.limits, input_bytes=input_bytes, trusted=trusted)
 
     # -- jinja2 hooks ---------------------------------------------------------------------------------------
 

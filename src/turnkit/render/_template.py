@@ -10,6 +10,8 @@ from typing import Any, Literal, overload
 
 import jinja2
 import jinja2.exceptions
+from jinja2.nodes import EvalContext
+from jinja2.runtime import Context
 
 from turnkit._args import expect, expect_mapping
 from turnkit.errors import (
@@ -20,11 +22,10 @@ from turnkit.errors import (
     TurnkitError,
 )
 from turnkit.limits import DEFAULT_LIMITS, Limits
-from turnkit.render._budget import reset_budget, set_budget
+from turnkit.render._budget import RenderBudget, reset_budget, set_budget
 from turnkit.render._inputs import (
     REASONING_FIELDS,
     adopt,
-    alias_reasoning_fields,
     check_render_args,
     check_tokenize_args,
     input_size,
@@ -350,7 +351,7 @@ class ChatTemplate:
                     )
         shared: dict[str, Any] = {
             "tools": schemas,
-            "documents": documents if adopt(documents, trusted) else _plain(documents, trusted),
+            "documents": documents if documents is None or adopt(documents, trusted) else _plain(documents, trusted),
             "add_generation_prompt": add_generation_prompt,
         }
         extra = self._plain_special if not kwargs else _plain({**self._special, **kwargs}, trusted)
@@ -402,7 +403,8 @@ class ChatTemplate:
         compiled = self._compiled.get(name)
         if compiled is None:
             try:
-                compiled = self._sandbox.from_string(self._sources[name])
+                source = self._sources[name]
+                compiled = _prepared(self._sandbox.from_string(source), source)
             except jinja2.exceptions.TemplateSyntaxError as exc:
                 compiled = TemplateError(
                     f"chat template {name!r} does not compile: {exc.message} (line {exc.lineno})",
@@ -427,11 +429,10 @@ class ChatTemplate:
         continue_final_message: bool | str,
         trusted: set[int],
     ) -> str:
-        chat = alias_reasoning_fields(messages)
         final_message: Any = None
         if continue_final_message:
-            final_message = _tag_final_message(chat, source, continue_final_message)
-        variables = {**extra, "messages": chat, **shared}
+            final_message = _tag_final_message(messages, source, continue_final_message)
+        variables = {**extra, "messages": messages, **shared}
         text = _run(self._sandbox, compiled, variables, trusted)
         tracker = TRACKER.get()
         if tracker is not None and self._nested_generation(compiled, source):
@@ -583,12 +584,11 @@ def _run(
     sandbox: TemplateSandbox, compiled: jinja2.Template, variables: dict[str, Any], trusted: set[int] | None = None
 ) -> str:
     """Render with a fresh budget, stopping at the output cap; jinja2 and Python errors become turnkit errors."""
-    budget = sandbox.new_budget(input_bytes=lambda: input_size(variables), trusted=trusted)
+    budget = RenderBudget(sandbox.limits, trusted, input_size, variables)
     token = set_budget(budget)
     try:
-        # What Template.new_context builds, minus the copy of the globals' key set (only ``{% import %}`` reads
-        # it, and there is no loader to import from): a third of the fixed cost of a small render.
-        context = sandbox.context_class(sandbox, {**sandbox.globals, **variables}, compiled.name, compiled.blocks)
+        eval_ctx = getattr(compiled, "turnkit_eval_ctx", None) or EvalContext(sandbox, compiled.name)
+        context = _RenderContext(sandbox, {**sandbox.globals, **variables}, compiled.name, compiled.blocks, eval_ctx)
         tracker = TRACKER.get()
         if tracker is not None:
             tracker.start_render()
@@ -645,6 +645,41 @@ def _run(
         reset_budget(token)
 
 
+class _RenderContext(Context):
+    """The context ``Template.new_context`` builds for a render, minus the steps that do nothing here.
+
+    jinja2's ``__init__`` also copies the globals' key set (only ``{% import %}`` reads it, and there is no loader
+    to import from), builds the block map by a comprehension when there are no blocks, and builds an evaluation
+    context per render: here the template's own one (see :func:`_prepared`) where nothing can change it.
+    """
+
+    def __init__(
+        self,
+        environment: jinja2.Environment,
+        parent: dict[str, Any],
+        name: str | None,
+        blocks: dict[str, Any],
+        eval_ctx: EvalContext,
+    ) -> None:
+        self.parent = parent
+        self.vars = {}
+        self.environment = environment
+        self.eval_ctx = eval_ctx
+        self.exported_vars = set()
+        self.name = name
+        self.globals_keys = set()
+        self.blocks = {k: [v] for k, v in blocks.items()} if blocks else {}
+
+
+def _prepared(compiled: jinja2.Template, source: str) -> jinja2.Template:
+    """``compiled`` with the evaluation context its renders share, when it has no ``{% autoescape %}`` block (the
+    only code that writes one; the test is on the text, so it is conservative). Others get a fresh one per render.
+    """
+    if "autoescape" not in source:
+        compiled.turnkit_eval_ctx = EvalContext(compiled.environment, compiled.name)  # type: ignore[attr-defined]
+    return compiled
+
+
 def _template_line(compiled: jinja2.Template, exc: BaseException) -> str:
     """`` (template line N)`` for the innermost template frame of the traceback, or ``""``."""
     line = None
@@ -660,7 +695,7 @@ def render_template_string(source: str, variables: Mapping[str, Any], *, limits:
     """Render any Jinja template text with raw variables in the chat-template sandbox (no chat normalisation)."""
     sandbox = sandbox_for(limits or DEFAULT_LIMITS)
     try:
-        compiled = sandbox.from_string(source)
+        compiled = _prepared(sandbox.from_string(source), source)
     except jinja2.exceptions.TemplateSyntaxError as exc:
         raise TemplateError(
             f"template does not compile: {exc.message} (line {exc.lineno})", code="template_syntax"
