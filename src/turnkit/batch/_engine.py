@@ -84,17 +84,19 @@ class _Done:
     errors: list[tuple[int, str]]
 
 
-def _process(worker: Worker, chunk: Chunk, kind: str, part: str | None = None, *, pack: bool = False) -> _Done:
+def _process(
+    worker: Worker, chunk: Chunk, kind: str, part: str | None = None, *, pack: bool = False, schema: Any = None
+) -> _Done:
     """Decode a chunk, run the worker, encode the output for the sink: all of it in the worker process. With
     ``part``, JSON lines are written to that file, and only its name goes back to the main process; with
-    ``pack``, an Arrow table goes back :class:`Packed`."""
+    ``pack``, an Arrow table goes back :class:`Packed` (with the output's ``schema`` once the sink has one)."""
     rows = worker.rows(decode_chunk(chunk))
     errors = [(index, row["error"]) for index, row in enumerate(rows) if row.get("error") is not None]
     payload = encode_rows(rows, kind, getattr(worker, "int_columns", ()))
     if part is not None:
         payload = write_part(payload, part)
     elif pack and kind == "parquet":
-        payload = Packed(payload)
+        payload = Packed(payload, schema)
     return _Done(payload, len(rows), errors)
 
 
@@ -117,8 +119,8 @@ def _init_worker(worker: Worker) -> None:
     _WORKER = worker
 
 
-def _work(chunk: Chunk, kind: str, part: str | None) -> _Done:
-    return _process(_WORKER, chunk, kind, part, pack=True)
+def _work(chunk: Chunk, kind: str, part: str | None, schema: Any) -> _Done:
+    return _process(_WORKER, chunk, kind, part, pack=True, schema=schema)
 
 
 _SHARD = 64
@@ -143,8 +145,18 @@ def _start_method(requested: str | None = None) -> str:
 
 
 def _local_results(
-    worker: Worker, source: Source, kind: str, workers: int, batch_size: int, skip: int, output: str, method: str
+    worker: Worker,
+    source: Source,
+    kind: str,
+    workers: int,
+    batch_size: int,
+    skip: int,
+    output: str,
+    method: str,
+    schema: Callable[[], Any],
 ) -> Generator[_Done, None, None]:
+    """The processed batches in order; ``schema()`` is the parquet output's schema once it has one, sent with
+    each task so that workers send tables the sink journals and writes as they are."""
     if workers <= 1:
         for chunk in source.chunks(batch_size, skip=skip):
             yield _process(worker, chunk, kind)
@@ -181,7 +193,7 @@ def _local_results(
                 ahead = (4 if size < batch_size else 2) * workers  # small tasks: more queued, so no worker waits
                 for number, chunk in enumerate(source.chunks(size, skip=skip, ranges=True)):
                     part = os.path.join(parts, f"{number}.jsonl") if kind == "jsonl" else None
-                    pending.append(pool.apply_async(_work, (chunk, kind, part)))
+                    pending.append(pool.apply_async(_work, (chunk, kind, part, schema())))
                     if len(pending) >= ahead:
                         yield pending.popleft().get()
                 while pending:
@@ -363,7 +375,9 @@ def run(
                 path = tail
             results = _ray_results(worker, path, kind, workers, batch_size)
         else:
-            results = _local_results(worker, source, kind, workers, batch_size, skip, os.fspath(output), method)
+            results = _local_results(
+                worker, source, kind, workers, batch_size, skip, os.fspath(output), method, lambda: sink.schema
+            )
         for done in results:
             errors = dict(done.errors)
             added = sink.write_encoded(done.payload, done.count)
