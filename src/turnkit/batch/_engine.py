@@ -127,6 +127,23 @@ _SHARD = 64
 """Rows per task with several local workers (JSON lines input): small tasks keep the workers evenly busy to the
 end of the file (the last task is all that one worker may wait for), and cost a file each."""
 
+
+def _even_end(chunks: Iterator[Chunk], left: int | None, workers: int, size: int) -> Iterator[Chunk]:
+    """Parquet record batches, the last ``workers`` batches' worth (of ``left`` rows) each split in ``workers``
+    tasks: a batch per task, one worker would otherwise wait for the other's last whole batch at the end of the
+    run (~20-40 ms of ~1 s at 6,000 chat rows). They are written as smaller row groups."""
+    for chunk in chunks:
+        kind, batch, first = chunk
+        if kind != "parquet" or left is None or left > workers * size:
+            yield chunk
+        else:
+            step = -(-batch.num_rows // workers)
+            for start in range(0, batch.num_rows, step):
+                yield kind, batch.slice(start, step), first
+        if left is not None and kind == "parquet":
+            left -= batch.num_rows
+
+
 StartMethod = Literal["fork", "forkserver", "spawn"]
 
 
@@ -191,7 +208,9 @@ def _local_results(
                     )
                 pending: deque[Any] = deque()
                 ahead = (4 if size < batch_size else 2) * workers  # small tasks: more queued, so no worker waits
-                for number, chunk in enumerate(source.chunks(size, skip=skip, ranges=True)):
+                left = None if source.total is None else source.total - skip
+                chunks = _even_end(source.chunks(size, skip=skip, ranges=True), left, workers, size)
+                for number, chunk in enumerate(chunks):
                     part = os.path.join(parts, f"{number}.jsonl") if kind == "jsonl" else None
                     pending.append(pool.apply_async(_work, (chunk, kind, part, schema())))
                     if len(pending) >= ahead:
