@@ -19,7 +19,8 @@ import pytest
 from tests.clirun import cli_env
 from turnkit import BatchInputError
 from turnkit import batch as tbatch
-from turnkit.batch._io import complete_rows, open_sink
+from turnkit.batch._io import Packed, complete_rows, encode_rows, open_sink
+from turnkit.batch._journal import Journal
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -34,14 +35,21 @@ def _batch(number: int) -> list[dict[str, Any]]:
     ]
 
 
-def _written(folder: Path, batches: int) -> tuple[dict[str, bytes], list[int]]:
+def _written(
+    folder: Path, batches: int, *, packed: bool = False, declared: list[str] | None = None
+) -> tuple[dict[str, bytes], list[int]]:
     """Write ``batches`` batches to ``folder/out.parquet`` and copy the files on disk before the footer: the
-    files' bytes, and the journal's size after each batch."""
+    files' bytes, and the journal's size after each batch. ``packed``: as worker processes hand batches over
+    (:class:`Packed`, with the output's schema once the sink has one), whose streams the journal keeps as they
+    are."""
     output = folder / "out.parquet"
     sizes = [0]
-    with open_sink(output) as sink:
+    with open_sink(output, declared=declared) as sink:
         for number in range(batches):
-            sink.write(_batch(number))
+            if packed:
+                sink.write_encoded(Packed(encode_rows(_batch(number), "parquet"), sink.schema), BATCH)
+            else:
+                sink.write(_batch(number))
             sizes.append(os.path.getsize(str(output) + ".journal"))
         files = {path.name: path.read_bytes() for path in folder.iterdir()}
     assert sorted(files) == ["out.parquet", "out.parquet.journal"]
@@ -61,8 +69,25 @@ def _rows(batches: int) -> list[dict[str, Any]]:
     return [row for number in range(batches) for row in _batch(number)]
 
 
-def test_resume_keeps_the_journal_s_complete_batches_wherever_it_was_torn(tmp_path: Path) -> None:
-    files, sizes = _written(tmp_path, 4)
+def test_packed_batches_are_journaled_as_they_came(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The main process appends a worker's stream to the journal without encoding it again (all but the first
+    batch, packed before the output had a schema, here without its declared column): the same journal."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    files, sizes = _written(tmp_path / "a", 3, declared=["documents"])
+    encoded: list[int] = []
+    write = Journal.write
+    monkeypatch.setattr(Journal, "write", lambda self, data: (encoded.append(len(data)), write(self, data))[1])
+    packed, packed_sizes = _written(tmp_path / "b", 3, packed=True, declared=["documents"])
+    assert encoded == [BATCH]
+    assert packed_sizes == sizes
+    assert packed["out.parquet.journal"] == files["out.parquet.journal"]
+    assert packed["out.parquet"] == files["out.parquet"]
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_resume_keeps_the_journal_s_complete_batches_wherever_it_was_torn(tmp_path: Path, packed: bool) -> None:
+    files, sizes = _written(tmp_path, 4, packed=packed)
     with pytest.raises(Exception, match="(?i)magic"):
         pq.ParquetFile(_restore(tmp_path, files))  # without its footer: no reader opens it
     journal = files["out.parquet.journal"]

@@ -155,3 +155,17 @@ def test_an_unknown_codec_is_refused_before_any_output(tmp_path: Path, model: Pa
     with pytest.raises(TurnkitError, match="compression"):
         tbatch.render(source, tmp_path / "out.parquet", model=model, compression="brotli")
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_the_last_batches_are_split_among_the_workers() -> None:
+    """With 2 workers, the last 2 batches' worth of parquet rows go out as 4 tasks, in order, every row once."""
+    import pyarrow as pa
+
+    from turnkit.batch._engine import _even_end
+
+    batches = [pa.record_batch({"n": list(range(start, min(start + 4, 11)))}) for start in range(0, 11, 4)]
+    tasks = list(_even_end(iter([("parquet", batch, 0) for batch in batches]), 11, 2, 4))
+    assert [task[1].num_rows for task in tasks] == [4, 2, 2, 2, 1]
+    assert [n for task in tasks for n in task[1].column("n").to_pylist()] == list(range(11))
+    lines = [("jsonl-range", ("in.jsonl", 0, 10), 0)]
+    assert list(_even_end(iter(lines), None, 2, 4)) == lines  # JSON lines: small tasks already

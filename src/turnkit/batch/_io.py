@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from turnkit._extras import require
-from turnkit.batch._journal import Journal, parquet_writer, previous_path, recover
+from turnkit.batch._journal import Journal, batch_messages, ipc_stream, parquet_writer, previous_path, recover
 from turnkit.batch._lines import json_lines
 from turnkit.batch._tokens import token_array
 from turnkit.errors import BatchInputError
@@ -28,6 +28,7 @@ __all__ = [
     "Part",
     "Sink",
     "Source",
+    "conform",
     "decode_chunk",
     "encode_rows",
     "file_kind",
@@ -213,15 +214,10 @@ class Packed:
 
     __slots__ = ("data",)
 
-    def __init__(self, table: Any) -> None:
-        import pyarrow as pa
-        import pyarrow.ipc as ipc
-
-        out = pa.BufferOutputStream()
-        options = ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4") else None)
-        with ipc.new_stream(out, table.schema, options=options) as writer:
-            writer.write_table(table)
-        self.data = out.getvalue().to_pybytes()
+    def __init__(self, table: Any, schema: Any = None) -> None:
+        if schema is not None and set(table.column_names) <= set(schema.names):
+            table = conform(table, schema)  # the output's: the main process then journals the stream as it is
+        self.data = ipc_stream(table)
 
     def table(self) -> Any:
         """The table, as it was packed."""
@@ -261,6 +257,19 @@ def encode_rows(rows: list[dict[str, Any]], kind: str, ints: Sequence[str] = ())
         else:
             arrays.append(pa.array([_parquet_value(name, row.get(name)) for row in rows], type=pa.string()))
     return pa.Table.from_arrays(arrays, names=list(names))
+
+
+def conform(table: Any, schema: Any) -> Any:
+    """``table`` with the columns of ``schema`` (in its order, missing ones null, values cast to its types)."""
+    import pyarrow as pa
+
+    columns = [
+        table.column(field.name).cast(field.type)
+        if field.name in table.column_names
+        else pa.nulls(len(table), type=field.type)
+        for field in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _TOKEN_TYPE() -> Any:  # noqa: N802 - a type constructor
@@ -395,7 +404,11 @@ class Sink:
         if self.kind == "jsonl":
             self._write_lines(payload)
         else:
-            errors = self._write_table(payload.table() if isinstance(payload, Packed) else payload)
+            errors = (
+                self._write_table(payload.table(), payload)
+                if isinstance(payload, Packed)
+                else self._write_table(payload)
+            )
         self.rows += count
         return errors
 
@@ -416,7 +429,9 @@ class Sink:
             raw.seek(before)
             raise
 
-    def _write_table(self, table: Any) -> dict[int, str]:
+    def _write_table(self, table: Any, packed: Packed | None = None) -> dict[int, str]:
+        """Write a table, conformed to the file's schema. ``packed``, the table as a worker sent it, goes to the
+        journal as it is when its schema is the file's: then it needs no conforming."""
         import pyarrow as pa
 
         if self._writer is None:
@@ -432,6 +447,12 @@ class Sink:
             self._writer = parquet_writer(self.path, self._schema, self._pq, self.compression)
             for batch in previous.iter_batches() if previous is not None else ():
                 self._write_batch(batch)
+        assert self._journal is not None
+        messages = batch_messages(packed.data, self._journal.schema) if packed is not None else None
+        if messages is not None:
+            self._journal.write_messages(messages)
+            self._writer.write(table)
+            return {}
         errors: dict[int, str] = {}
         known = set(self._schema.names)
         extra = [name for name in table.column_names if name not in known and name not in _INTERNAL_COLUMNS]
@@ -452,14 +473,13 @@ class Sink:
                 table = table.drop_columns([c for c in ["error"] if c in table.column_names]).append_column(
                     "error", pa.array(current, type=pa.string())
                 )
-        columns = [
-            table.column(field.name).cast(field.type)
-            if field.name in table.column_names
-            else pa.nulls(len(table), type=field.type)
-            for field in self._schema
-        ]
-        self._write_batch(pa.Table.from_arrays(columns, schema=self._schema))
+        self._write_batch(conform(table, self._schema))
         return errors
+
+    @property
+    def schema(self) -> Any:
+        """The Arrow schema of a parquet output, once its first batch came (else ``None``)."""
+        return self._schema
 
     def _write_batch(self, data: Any) -> None:
         """A table or record batch into the journal, then into the parquet file."""

@@ -20,7 +20,15 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["PARQUET_COMPRESSIONS", "Journal", "parquet_writer", "previous_path", "recover"]
+__all__ = [
+    "PARQUET_COMPRESSIONS",
+    "Journal",
+    "batch_messages",
+    "ipc_stream",
+    "parquet_writer",
+    "previous_path",
+    "recover",
+]
 
 _JOURNAL = ".journal"
 _PREVIOUS = ".resume"
@@ -56,28 +64,59 @@ def previous_path(output: str) -> str:
 
 
 class Journal:
-    """The Arrow IPC stream of the batches written to a parquet output (see the module docstring)."""
+    """The Arrow IPC stream of the batches written to a parquet output (see the module docstring).
+
+    Its messages are written as they are made, one write each: the schema's at once, then each batch's. A batch a
+    worker process already encoded as such a stream (:class:`~turnkit.batch._io.Packed`, with the journal's
+    schema) is appended as it came instead of being compressed again here (:meth:`write_messages`)."""
 
     def __init__(self, output: str, schema: Any) -> None:
         import pyarrow as pa
-        import pyarrow.ipc as ipc
 
         self.path = output + _JOURNAL
+        self.schema = schema.serialize().to_pybytes()  # the stream's first message, as a stream writer writes it
         self._file = pa.OSFile(self.path, "wb")  # unbuffered: a batch is in the kernel's hands once written
-        # LZ4 frames: token columns are int64 lists of small numbers, ~50x their parquet size uncompressed, and
-        # compressed they cost less CPU than the system calls that write them uncompressed (bench/batch_journal.py)
-        compression = "lz4" if pa.Codec.is_available("lz4") else None
-        self._writer = ipc.new_stream(self._file, schema, options=ipc.IpcWriteOptions(compression=compression))
+        self._file.write(self.schema)
 
     def write(self, data: Any) -> None:
         """Append a record batch or a table."""
-        self._writer.write(data)
+        stream = ipc_stream(data)
+        self.write_messages(memoryview(stream)[_MARKER + int.from_bytes(stream[4:_MARKER], "little") : -_END])
+
+    def write_messages(self, messages: Any) -> None:
+        """Append record batch messages of an IPC stream with the journal's schema (bytes-like)."""
+        self._file.write(messages)
 
     def discard(self) -> None:
         """Close and remove the journal (its parquet file is complete)."""
-        self._writer.close()
         self._file.close()
         os.remove(self.path)
+
+
+_MARKER = _END = 8
+"""Bytes before an IPC message's metadata (continuation marker, metadata size), and of the end-of-stream marker."""
+
+
+def ipc_stream(data: Any) -> bytes:
+    """A table or record batch as an Arrow IPC stream with LZ4-compressed buffers (uncompressed where pyarrow has
+    no LZ4): token columns are int64 lists of small numbers, ~50x their parquet size uncompressed, and compressed
+    they cost less CPU than the system calls that write them uncompressed (``bench/batch_journal.py``)."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    out = pa.BufferOutputStream()
+    options = ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4") else None)
+    with ipc.new_stream(out, data.schema, options=options) as writer:
+        writer.write(data)
+    return bytes(out.getvalue().to_pybytes())
+
+
+def batch_messages(stream: bytes, schema: bytes) -> memoryview | None:
+    """The record batch messages of an IPC stream (:func:`ipc_stream`) whose schema message is ``schema``, else
+    ``None``."""
+    if not stream.startswith(schema):
+        return None
+    return memoryview(stream)[len(schema) : -_END]
 
 
 def recover(output: str, pq: Any, compression: str = "lz4") -> None:

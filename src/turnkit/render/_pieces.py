@@ -206,7 +206,9 @@ class PieceEncoder:
                     continue
                 encoding = fresh[piece]
                 local = [(max(s - start, 0), min(e, end) - start) for s, e in live if s < end and e > start]
-                if isinstance(encoding, tuple):
+                if isinstance(encoding, tuple):  # offsets in bytes of UTF-8 (see PreTokenEncoder.locate)
+                    if not piece.isascii():
+                        local = [(len(piece[:s].encode()), len(piece[:e].encode())) for s, e in local]
                     mask += _overlaps(encoding[0], encoding[1], local)
                     continue
                 last = encoding.token_to_chars(len(piece_ids) - 1) if piece_ids else None
@@ -223,7 +225,9 @@ _FILL = (b"\x00", b"\x01")
 
 def _overlaps(starts: list[int], ends: list[int], spans: Sequence[tuple[int, int]]) -> bytearray:
     """1 for each token overlapping a non-empty span, the tokens given by their starts and ends (in text order, no
-    zero-width token): what :func:`~turnkit.render._tokenize.generation_mask` gives on such offsets."""
+    zero-width token): what :func:`~turnkit.render._tokenize.generation_mask` gives on such offsets. Offsets and
+    spans may both be in UTF-8 bytes instead of characters: a token from the character holding its first byte to
+    the one holding its last overlaps the characters ``[s, e)`` exactly when its bytes overlap theirs."""
     mask = bytearray(len(ends))
     for start, end in spans:
         first, last = bisect_right(ends, start), bisect_left(starts, end) - 1

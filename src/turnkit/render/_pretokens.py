@@ -38,7 +38,6 @@ import json
 import os
 import re
 import unicodedata
-from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from itertools import accumulate, chain
 from pathlib import Path
@@ -573,25 +572,21 @@ class PreTokenEncoder:
         return list(chain.from_iterable(found))  # type: ignore[arg-type]  # no None left
 
     def locate(self, piece: str) -> tuple[list[int], list[int], list[int]] | None:
-        """The ids and each token's start and end, character offsets in ``piece`` as tokenizers gives them, or
-        ``None``: encode it with ``tokenizers`` for the offsets.
+        """The ids and each token's start and end in the UTF-8 bytes of ``piece`` (characters when it is ASCII),
+        or ``None``: encode it with ``tokenizers`` for the offsets.
 
         A byte-level token covers bytes; tokenizers counts a token from the character holding its first byte to
-        the one holding its last, so tokens sharing a character both cover it."""
+        the one holding its last, so tokens sharing a character both cover it: a token overlaps the characters
+        ``[s, e)`` exactly when its bytes overlap those of the characters (see
+        :func:`~turnkit.render._pieces._overlaps`), so no per-token character offset is needed."""
         if not self.offsets:
             return None
         ids = self.encode(piece)
         if ids is None or (self._unknown is not None and self._unknown in ids):
             return None  # an unknown token's value is not the text it covers
         ends = list(accumulate(map(self._width.__getitem__, ids)))
-        if piece.isascii():  # a byte a character
-            return (ids, [0, *ends[:-1]], ends) if ends and ends[-1] == len(piece) else None
-        data = piece.encode()
-        if not ends or ends[-1] != len(data):
-            return None
-        heads = [at for at, byte in enumerate(data) if byte & 0xC0 != 0x80]  # each character's first byte
-        starts = [bisect_right(heads, at) - 1 for at in (0, *ends[:-1])]
-        return ids, starts, [bisect_right(heads, at - 1) for at in ends]
+        size = len(piece) if piece.isascii() else len(piece.encode())
+        return (ids, [0, *ends[:-1]], ends) if ends and ends[-1] == size else None
 
 
 if __name__ == "__main__":  # python -m turnkit.render._pretokens: the data file again, for the installed versions
