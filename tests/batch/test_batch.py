@@ -296,47 +296,20 @@ def test_cli_batch_render_and_parse(tmp_path: Path, model: Path) -> None:
     code, err = result.returncode, result.stderr
     assert code == 2 and "none.jinja" in err
     (tmp_path / "bad.parquet").write_bytes(b"garbage")
-    result = run_cli(
-        "batch",
-        "parse",
-        "--format",
-        "hermes",
-        "--input",
-        str(tmp_path / "bad.parquet"),
-        "--output",
-        str(tmp_path / "o3.jsonl"),
-    )
+    result = _cli_parse(tmp_path / "bad.parquet", tmp_path / "o3.jsonl")
     code, err = result.returncode, result.stderr
     assert code == 2 and "not a readable parquet file" in err and not (tmp_path / "o3.jsonl").exists()
-    result = run_cli(
-        "batch",
-        "parse",
-        "--format",
-        "hermes",
-        "--input",
-        str(source),
-        "--output",
-        str(tmp_path / "o4.parquet"),
-        "--compression",
-        "snappy",
-    )
+    result = _cli_parse(source, tmp_path / "o4.parquet", "--compression", "snappy")
     assert result.returncode == 0, result.stderr
     import pyarrow.parquet as pq
 
     assert pq.ParquetFile(tmp_path / "o4.parquet").metadata.row_group(0).column(0).compression == "SNAPPY"
-    result = run_cli(
-        "batch",
-        "parse",
-        "--format",
-        "hermes",
-        "--input",
-        str(source),
-        "--output",
-        "x.parquet",
-        "--compression",
-        "brotli",
-    )
+    result = _cli_parse(source, tmp_path / "o5.parquet", "--compression", "brotli")
     assert result.returncode == 2 and "invalid choice: 'brotli'" in result.stderr
+
+
+def _cli_parse(source: Path, output: Path, *options: str) -> Any:
+    return run_cli("batch", "parse", "--format", "hermes", "--input", str(source), "--output", str(output), *options)
 
 
 @pytest.mark.parametrize("argv", [["batch", "--help"], ["batch", "render", "--help"], ["batch", "parse", "--help"]])
