@@ -28,9 +28,10 @@ pytestmark = [
 ]
 
 ROWS = 240
-# ~1 ms a row: long enough for the run to be stopped in its middle, short enough for a fast test
+# ~1 ms a row (12,000 loop steps; Nov 26: 0.34 ms with 4,000, short enough for a loaded machine to let the run end
+# before the signal): long enough for the run to be stopped in its middle, short enough for a fast test
 SLOW = (
-    "{% for m in messages %}<|im_start|>{{ m.role }}\n{% for i in range(4000) %}{% if i == 0 %}{{ m.content }}"
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{% for i in range(12000) %}{% if i == 0 %}{{ m.content }}"
     "{% endif %}{% endfor %}<|im_end|>\n{% endfor %}"
 )
 
