@@ -57,6 +57,11 @@ def test_parquet_token_columns_match_the_plain_arrays(model: Path) -> None:
     plain = _io.encode_rows(outs, "parquet")  # no int columns declared: pa.array on the lists
     assert fast.equals(plain) and fast.schema == plain.schema
     assert fast.column("input_ids").null_count == len(BAD_ROWS)
+    # masks as bytes (what a run's workers make): the same rows, the same table
+    raw = renderer.rows(_rows(), mask_bytes=True)
+    assert [type(row["assistant_masks"]) for row in raw if row["error"] is None] == [bytes] * (len(raw) - len(BAD_ROWS))
+    assert [{**row, "assistant_masks": row["assistant_masks"] and list(row["assistant_masks"])} for row in raw] == outs
+    assert _io.encode_rows(raw, "parquet", renderer.int_columns).equals(fast)
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])

@@ -96,6 +96,19 @@ def test_json_lines_edge_rows(row: dict[Any, Any]) -> None:
     assert json_lines([row], INTS) == _reference([row])
 
 
+def _as_bytes(row: dict[Any, Any]) -> dict[Any, Any]:
+    masks = row.get("assistant_masks")
+    return {**row, "assistant_masks": bytes(masks)} if type(masks) is list else row
+
+
+@settings(max_examples=200, deadline=None)
+@given(batch=st.lists(rows(), max_size=5))
+@example(batch=[{"assistant_masks": []}, {"assistant_masks": [1]}, {"input_ids": [3, 4], "assistant_masks": [0, 1]}])
+def test_masks_given_as_bytes_are_written_as_their_lists(batch: list[dict[Any, Any]]) -> None:
+    """A worker hands masks over as ``bytes`` (``Renderer.rows(mask_bytes=True)``): the same line as the list."""
+    assert json_lines([_as_bytes(row) for row in batch], INTS) == _reference(batch)
+
+
 def test_a_row_json_cannot_write_fails_as_json_does() -> None:
     with pytest.raises(TypeError):
         json_lines([{"input_ids": [1, 2], "bad": object()}], INTS)

@@ -77,6 +77,8 @@ def _pieces(tok: Any, texts: list[str], spans: list[list[tuple[int, int]]]) -> A
     assert chat_tokenizer._pieces[True] is not None  # the memo was used, not the whole-text fallback
     ids_only = chat_tokenizer.encode_plain(texts)
     assert [ids for ids, _ in ids_only] == [ids for ids, _ in got]
+    as_bytes = chat_tokenizer.encode_plain(texts, spans, mask_bytes=True)  # what batch workers take
+    assert as_bytes == [(ids, bytes(mask)) for ids, mask in got]
     return got
 
 
@@ -196,6 +198,10 @@ def test_place_dependent_configurations_turn_the_memo_off() -> None:
     assert naive is not None and naive[0] != whole  # why it must be off
     chat_tokenizer = ChatTokenizer(tok)
     assert chat_tokenizer.encode_plain([text]) == [(whole, None)] and chat_tokenizer._pieces[False] is None
+    encoding = tok.encode(text, add_special_tokens=False)
+    masked = chat_tokenizer.encode_plain([text], [[(3, 9)]], mask_bytes=True)  # the whole-text path, as bytes
+    assert chat_tokenizer._pieces[True] is None
+    assert masked == [(whole, bytes(generation_mask(encoding, [(3, 9)])))] and 1 in masked[0][1]
 
     stripping = tokenizers.Tokenizer.from_str(_tokenizer("bpe").to_str())
     stripping.add_special_tokens([AddedToken("<mask>", lstrip=True)])

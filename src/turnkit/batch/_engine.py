@@ -40,6 +40,7 @@ from turnkit.batch._io import (
 )
 from turnkit.batch._journal import PARQUET_COMPRESSIONS
 from turnkit.batch._parts import parts_folder, release_inherited_locks, remove_stale
+from turnkit.batch._rows import Renderer
 from turnkit.batch._terminate import terminate_as_interrupt
 from turnkit.errors import TurnkitError
 
@@ -90,7 +91,10 @@ def _process(
     """Decode a chunk, run the worker, encode the output for the sink: all of it in the worker process. With
     ``part``, JSON lines are written to that file, and only its name goes back to the main process; with
     ``pack``, an Arrow table goes back :class:`Packed` (with the output's ``schema`` once the sink has one)."""
-    rows = worker.rows(decode_chunk(chunk))
+    if type(worker) is Renderer:  # masks as bytes, which the writers take as they are (not a subclass's rows())
+        rows = worker.rows(decode_chunk(chunk), mask_bytes=True)
+    else:
+        rows = worker.rows(decode_chunk(chunk))
     errors = [(index, row["error"]) for index, row in enumerate(rows) if row.get("error") is not None]
     payload = encode_rows(rows, kind, getattr(worker, "int_columns", ()))
     if part is not None:

@@ -22,6 +22,8 @@ _ITEMS: list[str] = []
 ~20 % faster than the bare numbers by ``", ".join`` (no separator copied between them); the last ``", "`` is cut
 off by a view, not a copy."""
 _RUNS = (b"0, ", b"1, ")
+_INT_LISTS = (list, bytes)
+"""What a token column's value is: a list, or a mask as ``bytes`` (a byte a token, as a worker makes it)."""
 
 Chunk = bytes | memoryview
 """A piece of the output: ``b"".join`` copies each once, so a line's parts are never joined into a line first."""
@@ -32,7 +34,7 @@ def json_lines(rows: list[dict[str, Any]], ints: Collection[str] = ()) -> bytes:
     a template's own ``"\\ud800"`` literal can make, as its ``\\u`` escape: the line stays valid UTF-8 JSON).
 
     ``ints`` names columns whose list values hold only non-negative ``int``\\ s (the token ids and masks a
-    worker made; never input data): those lists are written from the tables.
+    worker made; never input data), or are ``bytes`` (a mask, a byte a token): those are written from the tables.
     """
     if not ints:
         return _utf8("".join([_ENCODE(row) + "\n" for row in rows]))
@@ -54,7 +56,7 @@ def _line(row: dict[str, Any], keys: dict[str, bytes], chunks: list[Chunk]) -> N
     separator = b"{"
     plain: dict[Any, Any] = {}  # the ordinary items since the last int list: one C encoder call
     for key, value in row.items():
-        head = keys.get(key) if type(value) is list else None
+        head = keys.get(key) if type(value) in _INT_LISTS else None
         if head is None:
             plain[key] = value
             continue
@@ -70,9 +72,9 @@ def _line(row: dict[str, Any], keys: dict[str, bytes], chunks: list[Chunk]) -> N
     chunks.append(b"{}\n" if separator == b"{" else b"}\n")
 
 
-def _int_list(values: list[int]) -> tuple[Chunk, ...]:
+def _int_list(values: list[int] | bytes) -> tuple[Chunk, ...]:
     if len(values) < 2:
-        return (_ENCODE(values).encode("ascii"),)
+        return (_ENCODE(list(values)).encode("ascii"),)
     if values[0] in (0, 1):  # a mask, or ids that start with token 0 or 1
         try:
             data = bytes(values)

@@ -16,7 +16,9 @@ from typing import Any
 __all__ = ["token_array", "token_arrays"]
 
 
-def _flatten(values: Sequence[list[int] | None], bits: bool) -> tuple[array.array[int], Any, str, list[bool] | None]:
+def _flatten(
+    values: Sequence[list[int] | bytes | None], bits: bool
+) -> tuple[array.array[int], Any, str, list[bool] | None]:
     """``(offsets, buffer, Arrow type name, nulls)``: int32 offsets of each list in one buffer of all the values,
     ``uint8`` when ``bits`` (a mask) and every value fits, else ``int64``; ``nulls`` marks ``None`` lists (or is
     ``None`` when there are none)."""
@@ -26,7 +28,7 @@ def _flatten(values: Sequence[list[int] | None], bits: bool) -> tuple[array.arra
         parts: list[bytes] = []
         size = [0]
 
-        def add(value: list[int]) -> None:
+        def add(value: list[int] | bytes) -> None:
             part = bytes(value)
             parts.append(part)
             size[0] += len(part)
@@ -43,7 +45,7 @@ def _flatten(values: Sequence[list[int] | None], bits: bool) -> tuple[array.arra
 
 
 def _offsets(
-    values: Sequence[list[int] | None], add: Callable[[list[int]], None], size: Callable[[], int]
+    values: Sequence[list[int] | bytes | None], add: Callable[[Any], None], size: Callable[[], int]
 ) -> tuple[array.array[int], list[bool] | None]:
     """``add`` each list of ``values`` to a buffer; the int32 offsets of their ends (``size()`` after each), and
     which are ``None`` (``None`` when none is)."""
@@ -60,9 +62,10 @@ def _offsets(
     return offsets, nulls
 
 
-def token_array(values: Sequence[list[int] | None], *, bits: bool = False) -> Any:
+def token_array(values: Sequence[list[int] | bytes | None], *, bits: bool = False) -> Any:
     """``pa.array(values, type=pa.list_(pa.int64()))`` for lists of ints (``None`` for a bad row's), built from
-    one buffer. ``bits``: the lists are masks (0s and 1s), read as bytes."""
+    one buffer. ``bits``: the lists are masks (0s and 1s), read as bytes (or given as ``bytes``, a byte a
+    token: :meth:`~turnkit.batch.Renderer.rows` with ``mask_bytes``)."""
     import pyarrow as pa
 
     offsets, data, kind, nulls = _flatten(values, bits)

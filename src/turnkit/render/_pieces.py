@@ -109,11 +109,16 @@ class PieceEncoder:
         return out
 
     def encode(
-        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]] | None = None
-    ) -> list[tuple[list[int], list[int] | None] | None]:
+        self,
+        texts: Sequence[str],
+        spans: Sequence[Sequence[tuple[int, int]]] | None = None,
+        *,
+        mask_bytes: bool = False,
+    ) -> list[tuple[list[int], list[int] | bytes | None] | None]:
         """``(ids, mask)`` per text: ``mask`` marks the tokens overlapping the text's ``spans`` (as ``mask`` does),
-        ``None`` without ``spans``. A text whose mask this cannot give exactly (a zero-width token at the end of a
-        piece a span partly covers) is ``None``: encode it whole.
+        ``None`` without ``spans``; with ``mask_bytes`` as ``bytes`` (a byte a token: it is built so, and a list of
+        as many ints costs more to make than everything else here does with it). A text whose mask this cannot
+        give exactly (a zero-width token at the end of a piece a span partly covers) is ``None``: encode it whole.
 
         Only pieces a span partly covers need token offsets (``encode_batch``); new pieces that no span reaches,
         or that one span covers, are encoded without (``encode_batch_fast``, about a third faster, same ids).
@@ -181,7 +186,7 @@ class PieceEncoder:
                 if piece not in known:
                     known[piece] = encoding.ids
                     self._memo.remember(piece, known[piece])
-        results: list[tuple[list[int], list[int] | None] | None] = []
+        results: list[tuple[list[int], list[int] | bytes | None] | None] = []
         for segments, live, kinds in rows:
             ids: list[int] = []
             if kinds is None:
@@ -216,7 +221,7 @@ class PieceEncoder:
                     exact = False  # a zero-width token at the piece's end: only the whole text says
                     break
                 mask += bytes(self._mask(encoding, local))
-            results.append((ids, list(mask)) if exact else None)
+            results.append((ids, bytes(mask) if mask_bytes else list(mask)) if exact else None)
         return results
 
 

@@ -237,13 +237,18 @@ class ChatTokenizer:
                     backend.no_padding()
 
     def encode_plain(
-        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]] | None = None
-    ) -> list[tuple[list[int], list[int] | None]]:
+        self,
+        texts: Sequence[str],
+        spans: Sequence[Sequence[tuple[int, int]]] | None = None,
+        *,
+        mask_bytes: bool = False,
+    ) -> list[tuple[list[int], list[int] | bytes | None]]:
         """``(ids, mask)`` per text, without special tokens, truncation or padding: what batch rendering needs.
 
-        ``mask`` is :func:`generation_mask` of the text's ``spans`` (``None`` without ``spans``). The distinct
-        pieces between special tokens are encoded once and remembered (:mod:`turnkit.render._pieces`) when the
-        tokenizer's configuration makes that exact; else each text is encoded whole. Same result either way.
+        ``mask`` is :func:`generation_mask` of the text's ``spans`` (``None`` without ``spans``), as ``bytes`` with
+        ``mask_bytes`` (what the batch writers take). The distinct pieces between special tokens are encoded once
+        and remembered (:mod:`turnkit.render._pieces`) when the tokenizer's configuration makes that exact; else
+        each text is encoded whole. Same result either way.
         """
         texts = texts if isinstance(texts, list) else list(texts)
         masks = spans is not None
@@ -252,10 +257,10 @@ class ChatTokenizer:
                 exact = inexact_reason(self._backend, offsets=masks) is None
                 self._pieces[masks] = PieceEncoder(self._backend, generation_mask) if exact else None
             pieces = self._pieces[masks]
-            found: list[tuple[list[int], list[int] | None] | None] = [None] * len(texts)
+            found: list[tuple[list[int], list[int] | bytes | None] | None] = [None] * len(texts)
             try:
                 if pieces is not None:
-                    found = pieces.encode(texts, spans)
+                    found = pieces.encode(texts, spans, mask_bytes=mask_bytes)
             except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception
                 raise TokenizerError(f"tokenizing failed: {exc}") from exc
         missing = [index for index, result in enumerate(found) if result is None]
@@ -263,7 +268,7 @@ class ChatTokenizer:
             encodings = self.encode([texts[index] for index in missing], offsets=masks)
             for index, encoding in zip(missing, encodings, strict=True):
                 mask = generation_mask(encoding, spans[index]) if spans is not None else None
-                found[index] = (encoding.ids, mask)
+                found[index] = (encoding.ids, bytes(mask) if mask_bytes and mask is not None else mask)
         return [result for result in found if result is not None]
 
 
