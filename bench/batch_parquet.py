@@ -8,10 +8,8 @@ pyarrow's defaults (Snappy, every column dictionary-encoded, statistics on every
 (``turnkit.batch._journal.parquet_writer``: the token columns without dictionary or statistics, LZ4) and with
 variants between; each file is read back and must equal the batches, schema included. Transport: a batch's table
 pickled (what the pool's pipe carried before) against :class:`turnkit.batch._io.Packed` (an LZ4 Arrow IPC
-stream), and ``Packed`` with the output's schema (what workers send once the output has one: the stream and the
-batch's row group encoded, :mod:`turnkit.batch._rowgroups`): bytes a row, CPU microseconds a row to make (in the
-worker) and to take in the main process (unpack and write the row group, or append the encoded one). Medians of
-``--repeat`` runs, cases interleaved; the load average is printed.
+stream): bytes a row, and CPU microseconds a row to make and to read back. Medians of ``--repeat`` runs, cases
+interleaved; the load average is printed.
 """
 
 from __future__ import annotations
@@ -33,7 +31,6 @@ from batch import _DATASETS, _model, _template_source  # noqa: E402
 from turnkit import batch as tbatch  # noqa: E402
 from turnkit.batch._io import Packed, encode_rows  # noqa: E402
 from turnkit.batch._journal import parquet_writer  # noqa: E402
-from turnkit.batch._rowgroups import JoinedFile  # noqa: E402
 
 _TOKENS = ("input_ids", "assistant_masks")
 
@@ -113,24 +110,17 @@ def main() -> None:
             assert back.schema == whole.schema and back.equals(whole), name
             print(f"  {name:<36} {statistics.median(times[name]):10.1f} {path.stat().st_size / 1024:8.0f}")
         table = tables[0]
-        schema = table.schema
         pickled = pickle.dumps(table)
         packed = pickle.dumps(Packed(table))
-        encoded = pickle.dumps(Packed(table, schema, "lz4"))
-        print(f"  {'worker -> main, a batch of 256':<36} {'bytes/row':>10} {'make us':>8} {'take us':>8}")
-
-        def unpack_and_write() -> None:
-            with JoinedFile(str(path)) as joined:
-                joined.write(pickle.loads(packed).table(), schema, "lz4")
-
-        def append() -> None:
-            with JoinedFile(str(path)) as joined:
-                joined.append(pickle.loads(encoded).parquet)
-
+        print(f"  {'worker -> main, a batch of 256':<36} {'bytes/row':>10} {'make us':>8} {'read us':>8}")
         for name, data, make, read in (
             ("pickled table (before)", pickled, lambda: pickle.dumps(table), lambda: pickle.loads(pickled)),
-            ("Packed (LZ4 Arrow IPC)", packed, lambda: pickle.dumps(Packed(table)), unpack_and_write),
-            ("Packed with the row group", encoded, lambda: pickle.dumps(Packed(table, schema, "lz4")), append),
+            (
+                "Packed (LZ4 Arrow IPC)",
+                packed,
+                lambda: pickle.dumps(Packed(table)),
+                lambda: pickle.loads(packed).table(),
+            ),
         ):
             made = _median_us(make, 256, args.repeat)
             taken = _median_us(read, 256, args.repeat)

@@ -13,7 +13,6 @@ import pytest
 
 from turnkit import batch as tbatch
 from turnkit.batch._io import Packed, complete_rows, encode_rows, open_sink
-from turnkit.batch._journal import parquet_writer
 from turnkit.errors import TurnkitError
 
 pa = pytest.importorskip("pyarrow")
@@ -170,25 +169,3 @@ def test_the_last_batches_are_split_among_the_workers() -> None:
     assert [n for task in tasks for n in task[1].column("n").to_pylist()] == list(range(11))
     lines = [("jsonl-range", ("in.jsonl", 0, 10), 0)]
     assert list(_even_end(iter(lines), None, 2, 4)) == lines  # JSON lines: small tasks already
-
-
-def test_a_run_s_output_is_its_row_groups_written_by_one_writer(tmp_path: Path, model: Path) -> None:
-    """End to end, 1 and 2 workers (row groups encoded in the workers, and by the main process for the tasks sent
-    before the output had its schema): rewriting the output's row groups with one writer gives the same bytes."""
-    source = tmp_path / "in.jsonl"
-    source.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in _rows(60)), encoding="utf-8")
-    for workers in (1, 2):
-        output = tmp_path / f"out{workers}.parquet"
-        tbatch.render(source, output, model=model, masks=True, batch_size=5, workers=workers)
-        stored = pq.ParquetFile(output)
-        groups = [stored.read_row_group(index) for index in range(stored.metadata.num_row_groups)]
-        assert len(groups) == 12
-        again = tmp_path / "again.parquet"
-        # the run's schema: list items named "item" (read back, parquet names them "element")
-        schema = pa.schema(
-            [(f.name, pa.list_(pa.int64()) if pa.types.is_list(f.type) else f.type) for f in groups[0].schema]
-        )
-        with parquet_writer(str(again), schema, pq) as writer:
-            for group in groups:
-                writer.write(group.cast(schema))
-        assert output.read_bytes() == again.read_bytes()

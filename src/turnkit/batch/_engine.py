@@ -86,19 +86,11 @@ class _Done:
 
 
 def _process(
-    worker: Worker,
-    chunk: Chunk,
-    kind: str,
-    part: str | None = None,
-    *,
-    pack: bool = False,
-    schema: Any = None,
-    compression: str | None = None,
+    worker: Worker, chunk: Chunk, kind: str, part: str | None = None, *, pack: bool = False, schema: Any = None
 ) -> _Done:
     """Decode a chunk, run the worker, encode the output for the sink: all of it in the worker process. With
     ``part``, JSON lines are written to that file, and only its name goes back to the main process; with
-    ``pack``, an Arrow table goes back :class:`Packed` (with the output's ``schema`` once the sink has one, and
-    then encoded as its row group with ``compression``)."""
+    ``pack``, an Arrow table goes back :class:`Packed` (with the output's ``schema`` once the sink has one)."""
     if type(worker) is Renderer:  # masks as bytes, which the writers take as they are (not a subclass's rows())
         rows = worker.rows(decode_chunk(chunk), mask_bytes=True)
     else:
@@ -108,7 +100,7 @@ def _process(
     if part is not None:
         payload = write_part(payload, part)
     elif pack and kind == "parquet":
-        payload = Packed(payload, schema, compression)
+        payload = Packed(payload, schema)
     return _Done(payload, len(rows), errors)
 
 
@@ -131,8 +123,8 @@ def _init_worker(worker: Worker) -> None:
     _WORKER = worker
 
 
-def _work(chunk: Chunk, kind: str, part: str | None, schema: Any, compression: str) -> _Done:
-    return _process(_WORKER, chunk, kind, part, pack=True, schema=schema, compression=compression)
+def _work(chunk: Chunk, kind: str, part: str | None, schema: Any) -> _Done:
+    return _process(_WORKER, chunk, kind, part, pack=True, schema=schema)
 
 
 _SHARD = 64
@@ -183,11 +175,9 @@ def _local_results(
     output: str,
     method: str,
     schema: Callable[[], Any],
-    compression: str,
 ) -> Generator[_Done, None, None]:
     """The processed batches in order; ``schema()`` is the parquet output's schema once it has one, sent with
-    each task (and the output's ``compression``) so that workers send tables and row groups the sink journals and
-    writes as they are."""
+    each task so that workers send tables the sink journals and writes as they are."""
     if workers <= 1:
         for chunk in source.chunks(batch_size, skip=skip):
             yield _process(worker, chunk, kind)
@@ -226,7 +216,7 @@ def _local_results(
                 chunks = _even_end(source.chunks(size, skip=skip, ranges=True), left, workers, size)
                 for number, chunk in enumerate(chunks):
                     part = os.path.join(parts, f"{number}.jsonl") if kind == "jsonl" else None
-                    pending.append(pool.apply_async(_work, (chunk, kind, part, schema(), compression)))
+                    pending.append(pool.apply_async(_work, (chunk, kind, part, schema())))
                     if len(pending) >= ahead:
                         yield pending.popleft().get()
                 while pending:
@@ -409,16 +399,7 @@ def run(
             results = _ray_results(worker, path, kind, workers, batch_size)
         else:
             results = _local_results(
-                worker,
-                source,
-                kind,
-                workers,
-                batch_size,
-                skip,
-                os.fspath(output),
-                method,
-                lambda: sink.schema,
-                compression,
+                worker, source, kind, workers, batch_size, skip, os.fspath(output), method, lambda: sink.schema
             )
         for done in results:
             errors = dict(done.errors)

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from turnkit._extras import require
-from turnkit.batch._journal import Journal, batch_messages, ipc_stream, previous_path, recover
+from turnkit.batch._journal import Journal, batch_messages, ipc_stream, parquet_writer, previous_path, recover
 from turnkit.batch._lines import json_lines, json_text
-from turnkit.batch._rowgroups import JoinedFile, encode
 from turnkit.batch._tokens import token_array
 from turnkit.errors import BatchInputError
 
@@ -211,18 +210,13 @@ class Packed:
     """An Arrow table (parquet output) as a worker process hands it back: an Arrow IPC stream with LZ4-compressed
     buffers. Pickled as it is, a batch's table went through the pipe at ~24 KB a row (small-tokenizer chat rows,
     token ids as int64) and cost the worker ~36 CPU-us a row to pickle; packed, ~0.4 KB and ~4 us
-    (``bench/batch_parquet.py``). Given the output's ``schema`` and ``compression``, the table is conformed to it
-    and also encoded as the output's row group (``parquet``, see :mod:`~turnkit.batch._rowgroups`): the main
-    process then journals the stream and appends the row group as they are, without unpacking either."""
+    (``bench/batch_parquet.py``)."""
 
-    __slots__ = ("data", "parquet")
+    __slots__ = ("data",)
 
-    def __init__(self, table: Any, schema: Any = None, compression: str | None = None) -> None:
-        self.parquet: bytes | None = None
+    def __init__(self, table: Any, schema: Any = None) -> None:
         if schema is not None and set(table.column_names) <= set(schema.names):
-            table = conform(table, schema)
-            if compression is not None:
-                self.parquet = encode(table, schema, compression)
+            table = conform(table, schema)  # the output's: the main process then journals the stream as it is
         self.data = ipc_stream(table)
 
     def table(self) -> Any:
@@ -410,7 +404,11 @@ class Sink:
         if self.kind == "jsonl":
             self._write_lines(payload)
         else:
-            errors = self._write_table(payload)
+            errors = (
+                self._write_table(payload.table(), payload)
+                if isinstance(payload, Packed)
+                else self._write_table(payload)
+            )
         self.rows += count
         return errors
 
@@ -431,15 +429,12 @@ class Sink:
             raw.seek(before)
             raise
 
-    def _write_table(self, payload: Any) -> dict[int, str]:
-        """Write a table, conformed to the file's schema. A :class:`Packed` table whose schema is the file's goes
-        to the journal as it came, and its row group, when the worker encoded one, to the file."""
+    def _write_table(self, table: Any, packed: Packed | None = None) -> dict[int, str]:
+        """Write a table, conformed to the file's schema. ``packed``, the table as a worker sent it, goes to the
+        journal as it is when its schema is the file's: then it needs no conforming."""
         import pyarrow as pa
 
-        packed = payload if isinstance(payload, Packed) else None
-        table: Any = payload if packed is None else None  # a packed table is unpacked only where it is read
         if self._writer is None:
-            table = payload if packed is None else packed.table()
             previous = self._pq.ParquetFile(self._previous) if self._previous is not None else None
             if previous is not None:
                 self._schema = previous.schema_arrow
@@ -449,20 +444,15 @@ class Sink:
                     [pa.field(name, _TOKEN_TYPE() if name in _TOKEN_COLUMNS else pa.string()) for name in names]
                 )
             self._journal = Journal(self.path, self._schema)  # before the output: a footer-less one has a journal
-            self._writer = JoinedFile(self.path)
+            self._writer = parquet_writer(self.path, self._schema, self._pq, self.compression)
             for batch in previous.iter_batches() if previous is not None else ():
                 self._write_batch(batch)
         assert self._journal is not None
         messages = batch_messages(packed.data, self._journal.schema) if packed is not None else None
-        if packed is not None and messages is not None:
+        if messages is not None:
             self._journal.write_messages(messages)
-            if packed.parquet is not None:
-                self._writer.append(packed.parquet)
-            else:
-                self._writer.write(packed.table() if table is None else table, self._schema, self.compression)
+            self._writer.write(table)
             return {}
-        if packed is not None and table is None:
-            table = packed.table()
         errors: dict[int, str] = {}
         known = set(self._schema.names)
         extra = [name for name in table.column_names if name not in known and name not in _INTERNAL_COLUMNS]
@@ -495,7 +485,7 @@ class Sink:
         """A table or record batch into the journal, then into the parquet file."""
         assert self._journal is not None
         self._journal.write(data)
-        self._writer.write(data, self._schema, self.compression)
+        self._writer.write(data)
 
     def close(self) -> None:
         """Finish the file (the parquet footer); safe to call twice."""
