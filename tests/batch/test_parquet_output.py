@@ -169,3 +169,25 @@ def test_the_last_batches_are_split_among_the_workers() -> None:
     assert [n for task in tasks for n in task[1].column("n").to_pylist()] == list(range(11))
     lines = [("jsonl-range", ("in.jsonl", 0, 10), 0)]
     assert list(_even_end(iter(lines), None, 2, 4)) == lines  # JSON lines: small tasks already
+
+
+def test_one_batch_of_parquet_rows_is_done_without_starting_workers(
+    tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows that fit in one batch: starting 2 workers would cost more than the work; the output is the same."""
+    from turnkit.batch import _engine
+
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(_rows(12)), source)
+    tbatch.render(source, tmp_path / "one.parquet", model=model, masks=True, batch_size=12)
+
+    def no_pool(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a pool was started")
+
+    monkeypatch.setattr(_engine, "_Pool", no_pool)
+    summary = tbatch.render(source, tmp_path / "two.parquet", model=model, masks=True, batch_size=12, workers=2)
+    assert (summary.rows, summary.errors) == (12, 1)
+    assert pq.read_table(tmp_path / "two.parquet").equals(pq.read_table(tmp_path / "one.parquet"))
+    with pytest.raises(AssertionError, match="a pool was started"):  # one row more: the workers start
+        pq.write_table(pa.Table.from_pylist(_rows(13)), source)
+        tbatch.render(source, tmp_path / "three.parquet", model=model, masks=True, batch_size=12, workers=2)
