@@ -30,7 +30,7 @@ import jinja2.ext
 import jinja2.nodes as nodes
 from jinja2 import filters as jinja_filters
 from jinja2 import tests as jinja_tests
-from jinja2.compiler import CodeGenerator, Frame, find_undeclared, optimizeconst
+from jinja2.compiler import CodeGenerator, DependencyFinderVisitor, Frame, find_undeclared, optimizeconst
 from jinja2.idtracking import VAR_LOAD_ALIAS, VAR_LOAD_RESOLVE, VAR_LOAD_UNDEFINED
 from jinja2.nodes import EvalContext
 from jinja2.runtime import Context, LoopContext, Macro
@@ -260,6 +260,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             and getattr(assign.node.node, "name", None) == "namespace"
         }
         self._generic = 0
+        self._dependencies: list[tuple[str, str, str]] = []  # (Python name, "filters" or "tests", name)
         fragments = getattr(self.environment, "fragments", False)
         # the root as straight Python, appending to a list (see _straight), or jinja2's generator
         self._straight = straight_template(node, _is_generation)
@@ -273,6 +274,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         super().visit_Template(node, frame)
         for memo in memos:
             self.writeline(f"{memo} = environment.fragment_memo()")
+        self._write_dependencies()
         self.writeline("from turnkit.render._loops import plain_loop as tk_plain_loop")
         self.writeline("from turnkit.render._straight import output_grew as tk_output_grew")
         self.writeline("from turnkit.render._budget import guard_iterable as tk_guard_iterable")
@@ -286,6 +288,37 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("from turnkit.render._sandbox import _NO_LOOP_VARS as tk_no_vars")
         self.writeline("from turnkit.render._sandbox import _CaptureBuffer as tk_capture_buffer")
         self.writeline("from turnkit.render._sandbox import _NO_SLOT as tk_no_slot, _NO_TEXT as tk_no_text")
+
+    def pull_dependencies(self, nodes: Iterable[nodes.Node]) -> None:
+        # jinja2 looks each filter and test up at every render, in a ``try`` per name (a missing one fails when
+        # called); the sandbox's filters and tests never change once it is built, so the same lookups run once,
+        # when the template's module runs (_write_dependencies), and the functions read module globals
+        visitor = DependencyFinderVisitor()
+        for node in nodes:
+            visitor.visit(node)
+        for id_map, names, dependency in (
+            (self.filters, visitor.filters, "filters"),
+            (self.tests, visitor.tests, "tests"),
+        ):
+            for name in sorted(names):
+                if name not in id_map:
+                    id_map[name] = self.temporary_identifier()
+                    self._dependencies.append((id_map[name], dependency, name))
+
+    def _write_dependencies(self) -> None:
+        for ident, dependency, name in self._dependencies:
+            self.writeline("try:")
+            self.indent()
+            self.writeline(f"{ident} = environment.{dependency}[{name!r}]")
+            self.outdent()
+            self.writeline("except KeyError:")
+            self.indent()
+            self.writeline("@internalcode")
+            self.writeline(f"def {ident}(*unused):")
+            self.indent()
+            self.writeline(f'raise TemplateRuntimeError("No {dependency[:-1]} named {name!r} found.")')
+            self.outdent()
+            self.outdent()
 
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
         fragment = as_fragment(node.body[0]) if len(node.body) == 1 else None
@@ -434,6 +467,10 @@ class _GuardedCodeGenerator(CodeGenerator):
             self.writeline(f"return {OUT}")
 
     def write(self, x: str) -> None:
+        if x.startswith("context.exported_vars."):
+            # the names a template exports are read only when another template imports it, and nothing can import
+            # from this sandbox (it has no loader): a set operation less per top-level ``set`` and macro
+            return
         if x == "_loop_vars = {}":
             # the first line of a loop body: the names the iteration sets, read only by calls of context functions
             # (jinja2's Context.call derives a context from them when there are some); most bodies set none, so
