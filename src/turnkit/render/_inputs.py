@@ -455,6 +455,7 @@ def _tool_set(tools: list[dict[Any, Any]]) -> tuple[list[Any], frozenset[int]] |
         ids.add(id(schemas))
         for schema in schemas:
             _freeze(schema)
+        _freeze(schemas)  # the list is as private as its schemas: a template's printing loop over it is remembered
         entry = (schemas, frozenset(ids))
         with _TOOL_SETS_LOCK:  # renders in several threads evict from the same cache
             while len(_TOOL_SETS) >= _TOOL_SETS_MAX:
