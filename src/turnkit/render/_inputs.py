@@ -135,8 +135,8 @@ def _adopt_dict(value: dict[Any, Any], trusted: set[int]) -> int:
     for key, item in value.items():
         if type(key) is not str and type(key) not in _SCALARS:
             return False
-        kind = type(item)
-        if kind is not str:
+        if type(item) is not str:
+            kind = type(item)
             if item is None:
                 plain = WITH_NONE
             elif kind is dict:
