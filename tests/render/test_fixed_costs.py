@@ -172,3 +172,27 @@ def test_the_output_allowance_measures_the_render_variables_without_the_globals(
             template.render(chat, tools=tools, who="me")
     else:
         assert len(template.render(chat, tools=tools, who="me")) == cap
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"return_dict": "x"},
+        {"return_assistant_tokens_mask": 1},
+        {"return_tensors": 3},
+        {"padding": None},
+        {"truncation": 2.0},
+        {"max_length": "9"},
+        {"add_special_tokens": None},
+    ],
+)
+def test_tokenizer_options_are_checked_unless_all_are_the_defaults(bad: dict[str, Any]) -> None:
+    """``render`` calls the tokenizer options' checks only when one differs from its default: any wrong one is
+    still refused, by name."""
+    from turnkit import ArgumentTypeError
+
+    template = ChatTemplate("{{ messages[0].content }}")
+    assert template.render(CHAT) == CHAT[0]["content"]
+    ((name, value),) = bad.items()
+    with pytest.raises(ArgumentTypeError, match=name):
+        template.render(CHAT, **{name: value})

@@ -555,17 +555,8 @@ def check_tokenize_args(
     max_length: Any,
     add_special_tokens: Any,
 ) -> None:
-    """The checks of ``ChatTemplate.render``'s tokenizer options (``func`` names the caller)."""
-    if (
-        return_dict is True
-        and return_assistant_tokens_mask is False
-        and return_tensors is None
-        and padding is False
-        and truncation is False
-        and max_length is None
-        and add_special_tokens is False
-    ):
-        return  # the defaults: every render without tokenize=True
+    """The checks of ``ChatTemplate.render``'s tokenizer options (``func`` names the caller; it skips the call for
+    the defaults)."""
     expect(return_dict, bool, name="return_dict", func=func)
     expect(return_assistant_tokens_mask, bool, name="return_assistant_tokens_mask", func=func)
     expect(return_tensors, str, name="return_tensors", func=func, none=True)

@@ -264,16 +264,25 @@ class ChatTemplate:
             template_name,
             tokenize,
         )
-        check_tokenize_args(
-            "ChatTemplate.render",
-            return_dict,
-            return_assistant_tokens_mask,
-            return_tensors,
-            padding,
-            truncation,
-            max_length,
-            add_special_tokens,
-        )
+        if not (
+            return_dict is True
+            and return_assistant_tokens_mask is False
+            and return_tensors is None
+            and padding is False
+            and truncation is False
+            and max_length is None
+            and add_special_tokens is False
+        ):  # (the defaults, every render without tokenize=True, need no checks: no call for them)
+            check_tokenize_args(
+                "ChatTemplate.render",
+                return_dict,
+                return_assistant_tokens_mask,
+                return_tensors,
+                padding,
+                truncation,
+                max_length,
+                add_special_tokens,
+            )
         if tokenize:
             from turnkit.render._tokenize import tokenize_chat
 
@@ -667,6 +676,9 @@ def _run_in(
         reset_budget(token)
 
 
+_NO_NAMES: frozenset[str] = frozenset()
+
+
 class _RenderContext(Context):
     """The context ``Template.new_context`` builds for a render, minus the steps that do nothing here.
 
@@ -687,9 +699,10 @@ class _RenderContext(Context):
         self.vars = {}
         self.environment = environment
         self.eval_ctx = eval_ctx
-        self.exported_vars = set()
+        # (read only when another template imports this one, which the sandbox cannot do: no loader)
+        self.exported_vars = _NO_NAMES  # type: ignore[assignment]
         self.name = name
-        self.globals_keys = set()
+        self.globals_keys = _NO_NAMES  # type: ignore[assignment]
         self.blocks = {k: [v] for k, v in blocks.items()} if blocks else {}
 
 
