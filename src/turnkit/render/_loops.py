@@ -88,6 +88,8 @@ def plain_loop(iterable: Iterable[Any], undefined: Any) -> Iterator[tuple[Any, A
     kind = type(iterable)
     if kind is list or kind is tuple:
         length = len(iterable)  # type: ignore[arg-type]
+        if not length:
+            return iterable  # type: ignore[return-value]  # (no item: nothing to count, no pair to make)
         if length <= UPFRONT:
             budget = current_budget()
             if budget is not None:
