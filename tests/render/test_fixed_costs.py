@@ -149,3 +149,50 @@ def test_reasoning_aliases_render_as_in_transformers() -> None:
         ChatTemplate(source).render(chat, continue_final_message="reasoning")
         == reference_render(copy.deepcopy(chat), source, continue_final_message="reasoning")[1]
     )
+
+
+@pytest.mark.parametrize("over", [0, 1])
+def test_the_output_allowance_measures_the_render_variables_without_the_globals(over: int) -> None:
+    """The context's variables are merged with the sandbox's globals in one step; the input a limit's allowance
+    measures is still the render's own variables (special tokens, extra variables, messages, tools...), not the
+    globals' names: a prompt of exactly the cap renders, one character more fails."""
+    from turnkit import Limits
+    from turnkit.render._inputs import input_size
+
+    chat = [{"role": "user", "content": "hello"}]
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    special = {"bos_token": "<s>", "eos_token": "</s>"}
+    variables = {**special, "who": "me", "messages": chat, "tools": tools, "documents": None}
+    variables["add_generation_prompt"] = False
+    cap = 100 + 2 * input_size(variables)
+    source = "{{ 'x' * " + str(cap + over) + " }}"
+    template = ChatTemplate(source, special_tokens=special, limits=Limits(max_output_chars=100))
+    if over:
+        with pytest.raises(TemplateError, match="output"):
+            template.render(chat, tools=tools, who="me")
+    else:
+        assert len(template.render(chat, tools=tools, who="me")) == cap
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"return_dict": "x"},
+        {"return_assistant_tokens_mask": 1},
+        {"return_tensors": 3},
+        {"padding": None},
+        {"truncation": 2.0},
+        {"max_length": "9"},
+        {"add_special_tokens": None},
+    ],
+)
+def test_tokenizer_options_are_checked_unless_all_are_the_defaults(bad: dict[str, Any]) -> None:
+    """``render`` calls the tokenizer options' checks only when one differs from its default: any wrong one is
+    still refused, by name."""
+    from turnkit import ArgumentTypeError
+
+    template = ChatTemplate("{{ messages[0].content }}")
+    assert template.render(CHAT) == CHAT[0]["content"]
+    ((name, value),) = bad.items()
+    with pytest.raises(ArgumentTypeError, match=name):
+        template.render(CHAT, **{name: value})

@@ -181,3 +181,40 @@ def test_tool_json_of_a_long_schema_takes_the_filter_every_time() -> None:
     slot = frozen_json(tool_schemas([short], set())[0])
     assert slot is not None
     assert [text[2] for text in slot[1].values()] == [text[1] for text in slot[1].values()]  # its estimates
+
+
+@pytest.mark.reference
+def test_filters_and_tests_are_looked_up_once_per_template() -> None:
+    """The root has no lookup of its filters and tests (they are module globals, looked up when the template's code
+    runs); one the sandbox lacks still fails only when a render reaches it, as in transformers, in the root, a
+    macro and a loop body alike."""
+    source = (
+        "{% macro f(x) %}{{ x | upper }}{% if x == 'boom' %}{{ x | no_such_filter }}{% endif %}{% endmacro %}"
+        "{% for m in messages %}{{ f(m.role) }}{{ m.content is string }}"
+        "{% if m.role == 'tool' %}{{ m is no_such_test }}{% endif %}{% endfor %}"
+        "{% if add_generation_prompt %}{{ messages | no_such_filter }}{% endif %}"
+    )
+    code = _compiled(source)
+    root = code[code.index("def root(") : code.index("\nblocks = ")]
+    assert "environment.filters[" not in root and "environment.tests[" not in root
+    assert "t_1 = environment.filters[" in code or "= environment.filters['upper']" in code
+    chat = [{"role": "user", "content": "hi"}]
+    for conversation, kwargs in (
+        (chat, {}),  # no missing filter or test reached: renders
+        (chat, {"add_generation_prompt": True}),
+        ([{"role": "boom", "content": "x"}], {}),
+        ([{"role": "tool", "content": "x"}], {}),
+    ):
+        _matches_transformers(source, conversation, **kwargs)
+    assert _ours(source, chat, add_generation_prompt=True)[0] == "error"
+
+
+def test_top_level_names_are_not_exported() -> None:
+    """A template's exports are read only by a template importing it, which this sandbox cannot do (no loader):
+    top-level ``set``s and macros still bind their names for the macros that read them."""
+    source = "{% set a = 'A' %}{% set b, c = 'B', 'C' %}{% macro m() %}{{ a }}{{ b }}{{ c }}{% endmacro %}{{ m() }}"
+    assert "exported_vars" not in _compiled(source)
+    assert "exported_vars" in ImmutableSandboxedEnvironment().compile(source, raw=True)
+    assert render_template_string(source, {}) == "ABC"
+    with pytest.raises(TemplateError):
+        render_template_string("{% import 'x' as y %}{{ y }}", {})

@@ -20,6 +20,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from tests.render.test_fast_paths import _matches_transformers
 from turnkit import ChatTemplate, Limits, TemplateError, TemplateLimitError
+from turnkit.render._loops import plain_loop
 from turnkit.render._sandbox import sandbox_for
 
 CHAT: list[dict[str, Any]] = [
@@ -210,3 +211,22 @@ def test_kept_items_follow_the_object_not_the_name(prefix_cache: bool) -> None:
     assert ChatTemplate(source, prefix_cache=prefix_cache).render(CHAT[::-1]) == _JINJA.from_string(source).render(
         messages=CHAT[::-1]
     )
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{% for m in messages %}[{% for c in m.get('tool_calls', []) %}{{ loop.index }}{{ c }}{% endfor %}]"
+        "{% endfor %}",
+        "{% for c in [] %}{{ loop.first }}{% else %}none{% endfor %}{% for c in () %}{{ loop.last }}{% endfor %}",
+        "{% for m in messages %}{% for c in m.get('tool_calls', ()) %}{{ loop.length }}{% else %}-{% endfor %}"
+        "{{ loop.index }}{% endfor %}",
+    ],
+)
+def test_an_empty_plain_loop_runs_no_iteration_and_counts_none(source: str) -> None:
+    """An empty list or tuple is handed to the loop as it is (no pairs to make, nothing to count)."""
+    assert plain_loop([], None) == [] and plain_loop((), None) == ()
+    _matches_transformers(source, CHAT)
+    # the empty loops count nothing: the messages loop alone fits a limit of its own length
+    assert ChatTemplate(source, limits=Limits(max_loop_iterations=len(CHAT))).render(CHAT) is not None

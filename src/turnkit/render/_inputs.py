@@ -135,8 +135,8 @@ def _adopt_dict(value: dict[Any, Any], trusted: set[int]) -> int:
     for key, item in value.items():
         if type(key) is not str and type(key) not in _SCALARS:
             return False
-        kind = type(item)
-        if kind is not str:
+        if type(item) is not str:
+            kind = type(item)
             if item is None:
                 plain = WITH_NONE
             elif kind is dict:
@@ -455,6 +455,7 @@ def _tool_set(tools: list[dict[Any, Any]]) -> tuple[list[Any], frozenset[int]] |
         ids.add(id(schemas))
         for schema in schemas:
             _freeze(schema)
+        _freeze(schemas)  # the list is as private as its schemas: a template's printing loop over it is remembered
         entry = (schemas, frozenset(ids))
         with _TOOL_SETS_LOCK:  # renders in several threads evict from the same cache
             while len(_TOOL_SETS) >= _TOOL_SETS_MAX:
@@ -554,17 +555,8 @@ def check_tokenize_args(
     max_length: Any,
     add_special_tokens: Any,
 ) -> None:
-    """The checks of ``ChatTemplate.render``'s tokenizer options (``func`` names the caller)."""
-    if (
-        return_dict is True
-        and return_assistant_tokens_mask is False
-        and return_tensors is None
-        and padding is False
-        and truncation is False
-        and max_length is None
-        and add_special_tokens is False
-    ):
-        return  # the defaults: every render without tokenize=True
+    """The checks of ``ChatTemplate.render``'s tokenizer options (``func`` names the caller; it skips the call for
+    the defaults)."""
     expect(return_dict, bool, name="return_dict", func=func)
     expect(return_assistant_tokens_mask, bool, name="return_assistant_tokens_mask", func=func)
     expect(return_tensors, str, name="return_tensors", func=func, none=True)

@@ -30,6 +30,14 @@ iteration picks its copy with one ``type(message) is dict``: in the dict copy ev
 operation (the item, or the undefined value the sandbox gives for a missing key) without the exact-type test the
 generic copy makes per read. The messages a template loops over are plain dicts (render/_inputs.py adopts or
 rebuilds them), so the generic copy runs only for other values (strings, namespaces, lists).
+
+Printing loops remembered per tool set: a loop of the root whose body only prints its variable through ``tojson``
+with constant arguments, constants, and ``+``/``~`` of those (``{% for tool in tools %}{{ tool | tojson }}\n``,
+:func:`printing_loop`) prints the same chunks every time it runs over the same private tool-set list (the copy
+render/_inputs.py keeps per tool set: never mutated, never seen by a caller). The first run over one keeps its
+chunks when it charged nothing to the budget (:func:`remember_printed`); later runs count the loop (the same
+``guard_iterable`` call) and append those chunks, when no output check would have fallen inside the loop (the chunks
+before its last iteration stay under the next check), so the checks and their failures fall where they fell.
 """
 
 from __future__ import annotations
@@ -42,8 +50,19 @@ import jinja2.nodes as nodes
 from jinja2.runtime import LoopContext
 
 from turnkit.render._budget import UPFRONT, current_budget, guard_iterable
+from turnkit.render._inputs import frozen_json
 
-__all__ = ["LOOP_EXPRESSIONS", "dict_loop_target", "loop_properties", "plain_loop", "plain_loop_body", "repeated_items"]
+__all__ = [
+    "LOOP_EXPRESSIONS",
+    "dict_loop_target",
+    "loop_allocated",
+    "loop_properties",
+    "plain_loop",
+    "plain_loop_body",
+    "printing_loop",
+    "remember_printed",
+    "repeated_items",
+]
 
 # ``loop.<name>`` from the position ``index0`` held in ``{0}`` and the sequence held in ``{1}``: what the LoopContext
 # property returns for a list or tuple (``last`` is "no item after this one", ``revindex`` is ``length - index0``,
@@ -69,6 +88,8 @@ def plain_loop(iterable: Iterable[Any], undefined: Any) -> Iterator[tuple[Any, A
     kind = type(iterable)
     if kind is list or kind is tuple:
         length = len(iterable)  # type: ignore[arg-type]
+        if not length:
+            return iterable  # type: ignore[return-value]  # (no item: nothing to count, no pair to make)
         if length <= UPFRONT:
             budget = current_budget()
             if budget is not None:
@@ -179,3 +200,54 @@ def dict_loop_target(node: nodes.For, *, least: int = 2) -> str | None:
 
 _FUNCTIONS = (nodes.Macro, nodes.CallBlock, nodes.Block)
 """Nodes compiled as Python functions of their own: a read inside one cannot use the loop function's locals."""
+
+
+def printing_loop(node: nodes.For, chains: AbstractSet[str]) -> bool:
+    """Whether the loop's body only prints its variable through ``tojson`` with constant arguments (or bare),
+    constants, and ``+`` or sized chains (the filters named in ``chains``) of those: a function of the item alone.
+    Not a recursive, filtered or ``else`` loop."""
+    target = node.target
+    if node.recursive or node.test is not None or node.else_ or not node.body or not isinstance(target, nodes.Name):
+        return False
+
+    def pure(expr: nodes.Node) -> bool:
+        if isinstance(expr, nodes.TemplateData | nodes.Const):
+            return True
+        if isinstance(expr, nodes.Name):
+            return expr.name == target.name and expr.ctx == "load"
+        if isinstance(expr, nodes.Add):
+            return pure(expr.left) and pure(expr.right)
+        if isinstance(expr, nodes.List):
+            return all(map(pure, expr.items))
+        if not isinstance(expr, nodes.Filter) or expr.node is None or expr.dyn_args or expr.dyn_kwargs:
+            return False
+        if expr.name in chains:
+            return pure(expr.node)
+        constants = all(isinstance(arg, nodes.Const) for arg in [*expr.args, *(kw.value for kw in expr.kwargs)])
+        return expr.name == "tojson" and constants and pure(expr.node)
+
+    return all(isinstance(stmt, nodes.Output) and all(map(pure, stmt.nodes)) for stmt in node.body)
+
+
+_PRINTED_MAX = 64
+"""Tool-set lists a printing loop keeps chunks for (cleared when full: only a cost)."""
+
+
+def loop_allocated() -> int:
+    """The bytes the render has charged so far (before a printing loop runs, see :func:`remember_printed`)."""
+    budget = current_budget()
+    return budget.allocated if budget is not None else -1
+
+
+def remember_printed(memo: dict[int, Any], sequence: Any, out: list[str], mark: int, allocated: int) -> None:
+    """Keep the chunks a printing loop appended from ``out[mark]`` on, when ``sequence`` is a private tool-set list
+    and the loop charged nothing (``allocated``: :func:`loop_allocated` before it): ``(sequence, the chunks before
+    its last iteration, the chunks)`` under the list's id (the entry keeps the list, so the id is not reused)."""
+    budget = current_budget()
+    if type(sequence) is not list or frozen_json(sequence) is None or budget is None or budget.allocated != allocated:
+        return
+    chunks = tuple(out[mark:])
+    last = len(chunks) // len(sequence) if sequence else 0  # every iteration appends as many chunks
+    if len(memo) >= _PRINTED_MAX:
+        memo.clear()
+    memo[id(sequence)] = (sequence, len(chunks) - last, chunks)

@@ -30,7 +30,7 @@ import jinja2.ext
 import jinja2.nodes as nodes
 from jinja2 import filters as jinja_filters
 from jinja2 import tests as jinja_tests
-from jinja2.compiler import CodeGenerator, Frame, find_undeclared, optimizeconst
+from jinja2.compiler import CodeGenerator, DependencyFinderVisitor, Frame, find_undeclared, optimizeconst
 from jinja2.idtracking import VAR_LOAD_ALIAS, VAR_LOAD_RESOLVE, VAR_LOAD_UNDEFINED
 from jinja2.nodes import EvalContext
 from jinja2.runtime import Context, LoopContext, Macro
@@ -55,7 +55,13 @@ from turnkit.render._fragments import (
     wrap_loop,
 )
 from turnkit.render._inputs import frozen_json
-from turnkit.render._loops import LOOP_EXPRESSIONS, dict_loop_target, plain_loop_body, repeated_items
+from turnkit.render._loops import (
+    LOOP_EXPRESSIONS,
+    dict_loop_target,
+    plain_loop_body,
+    printing_loop,
+    repeated_items,
+)
 from turnkit.render._memo import FifoMemo
 from turnkit.render._spans import MARKS, TRACKER
 from turnkit.render._straight import CHECK_EVERY, OUT, straight_template
@@ -122,6 +128,8 @@ _MUTATORS: dict[type, frozenset[str]] = {
 _FREE_BYTES = 4096
 _CONCAT_FILTER = "_turnkit_concat"
 _ADD_FILTER = "_turnkit_add"
+_CHAINS = frozenset({_CONCAT_FILTER, _ADD_FILTER})
+"""The sized chains ``a + b + c`` and ``a ~ b`` are compiled to (see _GuardRewriter)."""
 # The operators that can make a value much bigger than their operands, run through call_binop (``-``, ``/`` and
 # ``//`` cannot: they compile to the Python operator, as in transformers' sandbox, which intercepts none).
 _BINOPS: dict[str, Callable[[Any, Any], Any]] = {
@@ -260,6 +268,11 @@ class _GuardedCodeGenerator(CodeGenerator):
             and getattr(assign.node.node, "name", None) == "namespace"
         }
         self._generic = 0
+        self._dependencies: list[tuple[str, str, str]] = []  # (Python name, "filters" or "tests", name)
+        # the memos of printing loops (see _loops.printing_loop); none where an autoescape block could change what
+        # a loop prints from one render to the next (tested before prefix reuse wraps loop bodies in such nodes)
+        self._printing_memos: list[str] = []
+        self._print_memos = node.find(nodes.EvalContextModifier) is None
         fragments = getattr(self.environment, "fragments", False)
         # the root as straight Python, appending to a list (see _straight), or jinja2's generator
         self._straight = straight_template(node, _is_generation)
@@ -273,7 +286,13 @@ class _GuardedCodeGenerator(CodeGenerator):
         super().visit_Template(node, frame)
         for memo in memos:
             self.writeline(f"{memo} = environment.fragment_memo()")
+        self._write_dependencies()
+        for memo in self._printing_memos:
+            self.writeline(f"{memo} = {{}}")
         self.writeline("from turnkit.render._loops import plain_loop as tk_plain_loop")
+        if self._printing_memos:
+            self.writeline("from turnkit.render._loops import loop_allocated as tk_loop_allocated")
+            self.writeline("from turnkit.render._loops import remember_printed as tk_remember_printed")
         self.writeline("from turnkit.render._straight import output_grew as tk_output_grew")
         self.writeline("from turnkit.render._budget import guard_iterable as tk_guard_iterable")
         self.writeline("from turnkit.render._sandbox import _ABSENT as tk_unset")
@@ -287,7 +306,79 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("from turnkit.render._sandbox import _CaptureBuffer as tk_capture_buffer")
         self.writeline("from turnkit.render._sandbox import _NO_SLOT as tk_no_slot, _NO_TEXT as tk_no_text")
 
+    def pull_dependencies(self, nodes: Iterable[nodes.Node]) -> None:
+        # jinja2 looks each filter and test up at every render, in a ``try`` per name (a missing one fails when
+        # called); the sandbox's filters and tests never change once it is built, so the same lookups run once,
+        # when the template's module runs (_write_dependencies), and the functions read module globals
+        visitor = DependencyFinderVisitor()
+        for node in nodes:
+            visitor.visit(node)
+        for id_map, names, dependency in (
+            (self.filters, visitor.filters, "filters"),
+            (self.tests, visitor.tests, "tests"),
+        ):
+            for name in sorted(names):
+                if name not in id_map:
+                    id_map[name] = self.temporary_identifier()
+                    self._dependencies.append((id_map[name], dependency, name))
+
+    def _write_dependencies(self) -> None:
+        for ident, dependency, name in self._dependencies:
+            self.writeline("try:")
+            self.indent()
+            self.writeline(f"{ident} = environment.{dependency}[{name!r}]")
+            self.outdent()
+            self.writeline("except KeyError:")
+            self.indent()
+            self.writeline("@internalcode")
+            self.writeline(f"def {ident}(*unused):")
+            self.indent()
+            self.writeline(f'raise TemplateRuntimeError("No {dependency[:-1]} named {name!r} found.")')
+            self.outdent()
+            self.outdent()
+
     def visit_For(self, node: nodes.For, frame: Frame) -> None:
+        if (
+            self._print_memos
+            and self._straight
+            and frame.buffer == OUT
+            and not frame.loop_frame  # (a nested loop resets the enclosing iteration's ``_loop_vars``)
+            and isinstance(node.iter, nodes.Filter)
+            and node.iter.name == _LOOP_FILTER
+            and node.iter.node is not None
+            and printing_loop(node, _CHAINS)
+        ):
+            self._printing_loop(node, node.iter, frame)
+            return
+        self._visit_for(node, frame)
+
+    def _printing_loop(self, node: nodes.For, guard: nodes.Filter, frame: Frame) -> None:
+        """A printing loop (see _loops.printing_loop): over a private tool-set list seen before, the loop counted
+        and the chunks kept appended, when no output check would fall inside the loop; else the loop as usual, its
+        chunks kept for the next render."""
+        assert guard.node is not None
+        memo = f"tk_printed_{len(self._printing_memos)}"
+        self._printing_memos.append(memo)
+        sequence, hit, mark, allocated = (self.temporary_identifier() for _ in range(4))
+        self.writeline(f"{sequence} = ", node)  # the iterable, evaluated once, as the loop header would
+        self.visit(guard.node, frame)
+        self.writeline(
+            f"if ({hit} := {memo}.get(id({sequence}))) is not None and {hit}[0] is {sequence} "
+            f"and len({OUT}) + {hit}[1] < tk_next_check:"
+        )
+        self.indent()
+        self.writeline(f"tk_guard_iterable({sequence})")
+        self.writeline(f"{OUT}.extend({hit}[2])")
+        self.outdent()
+        self.writeline("else:")
+        self.indent()
+        self.writeline(f"{mark}, {allocated} = len({OUT}), tk_loop_allocated()")
+        guard.node = _internal_name(sequence, node.lineno)
+        self._visit_for(node, frame)
+        self.writeline(f"tk_remember_printed({memo}, {sequence}, {OUT}, {mark}, {allocated})")
+        self.outdent()
+
+    def _visit_for(self, node: nodes.For, frame: Frame) -> None:
         fragment = as_fragment(node.body[0]) if len(node.body) == 1 else None
         if fragment is not None:
             self.writeline(f"{fragment.state} = None")
@@ -434,6 +525,10 @@ class _GuardedCodeGenerator(CodeGenerator):
             self.writeline(f"return {OUT}")
 
     def write(self, x: str) -> None:
+        if x.startswith("context.exported_vars."):
+            # the names a template exports are read only when another template imports it, and nothing can import
+            # from this sandbox (it has no loader): a set operation less per top-level ``set`` and macro
+            return
         if x == "_loop_vars = {}":
             # the first line of a loop body: the names the iteration sets, read only by calls of context functions
             # (jinja2's Context.call derives a context from them when there are some); most bodies set none, so

@@ -264,16 +264,25 @@ class ChatTemplate:
             template_name,
             tokenize,
         )
-        check_tokenize_args(
-            "ChatTemplate.render",
-            return_dict,
-            return_assistant_tokens_mask,
-            return_tensors,
-            padding,
-            truncation,
-            max_length,
-            add_special_tokens,
-        )
+        if not (
+            return_dict is True
+            and return_assistant_tokens_mask is False
+            and return_tensors is None
+            and padding is False
+            and truncation is False
+            and max_length is None
+            and add_special_tokens is False
+        ):  # (the defaults, every render without tokenize=True, need no checks: no call for them)
+            check_tokenize_args(
+                "ChatTemplate.render",
+                return_dict,
+                return_assistant_tokens_mask,
+                return_tensors,
+                padding,
+                truncation,
+                max_length,
+                add_special_tokens,
+            )
         if tokenize:
             from turnkit.render._tokenize import tokenize_chat
 
@@ -306,7 +315,8 @@ class ChatTemplate:
             raise TemplateError(
                 "return_assistant_tokens_mask=True requires tokenize=True and return_dict=True", code="template_input"
             )
-        name = self._choose(template_name, tools)
+        # (the usual case without a call: a single template, already compiled)
+        name = _SINGLE if template_name is None and self._single else self._choose(template_name, tools)
         source = self._sources[name]
         first = None
         if isinstance(conversation, _SEQUENCE):
@@ -326,7 +336,7 @@ class ChatTemplate:
                 "message, or add a header that starts a new assistant message",
                 code="template_input",
             )
-        compiled = self._compile(name)
+        compiled = self._compiled.get(name) or self._compile(name)
         if isinstance(compiled, TemplateError):
             raise TemplateError(compiled.message, code=compiled.code)  # a fresh error per render
         memo = self._memos.get(name, _UNKNOWN)
@@ -432,14 +442,16 @@ class ChatTemplate:
         final_message: Any = None
         if continue_final_message:
             final_message = _tag_final_message(messages, source, continue_final_message)
-        variables = {**extra, "messages": messages, **shared}
-        text = _run(self._sandbox, compiled, variables, trusted)
+        # the context's variables: the sandbox's globals and the render's in one merge (see _run_in)
+        parent = {**self._sandbox.globals, **extra, "messages": messages, **shared}
+        pieces = (extra, messages, shared)
+        text = _run_in(self._sandbox, compiled, parent, trusted, _chat_input_size, pieces)
         tracker = TRACKER.get()
         if tracker is not None and self._nested_generation(compiled, source):
             # generation blocks inside macros or {% set %} blocks: where their text lands (see _spans)
             tracker.marking = True
             try:
-                marked = _run(self._sandbox, compiled, variables, trusted)
+                marked = _run_in(self._sandbox, compiled, dict(parent), trusted, _chat_input_size, pieces)
             finally:
                 tracker.marking = False
             tracker.renders.pop()
@@ -584,11 +596,30 @@ def _run(
     sandbox: TemplateSandbox, compiled: jinja2.Template, variables: dict[str, Any], trusted: set[int] | None = None
 ) -> str:
     """Render with a fresh budget, stopping at the output cap; jinja2 and Python errors become turnkit errors."""
-    budget = RenderBudget(sandbox.limits, trusted, input_size, variables)
+    return _run_in(sandbox, compiled, {**sandbox.globals, **variables}, trusted, input_size, variables)
+
+
+def _chat_input_size(pieces: tuple[dict[str, Any], list[Any], dict[str, Any]]) -> int:
+    """The input size of a chat render's variables, given as (extra variables, messages, shared variables)."""
+    extra, messages, shared = pieces
+    return input_size({**extra, "messages": messages, **shared})
+
+
+def _run_in(
+    sandbox: TemplateSandbox,
+    compiled: jinja2.Template,
+    parent: dict[str, Any],
+    trusted: set[int] | None,
+    measure: Callable[[Any], int],
+    inputs: Any,
+) -> str:
+    """:func:`_run` with the context's variables already merged with the sandbox's globals (``parent``, which the
+    render owns), the render's input measured as ``measure(inputs)`` when a limit first needs its size."""
+    budget = RenderBudget(sandbox.limits, trusted, measure, inputs)
     token = set_budget(budget)
     try:
         eval_ctx = getattr(compiled, "turnkit_eval_ctx", None) or EvalContext(sandbox, compiled.name)
-        context = _RenderContext(sandbox, {**sandbox.globals, **variables}, compiled.name, compiled.blocks, eval_ctx)
+        context = _RenderContext(sandbox, parent, compiled.name, compiled.blocks, eval_ctx)
         tracker = TRACKER.get()
         if tracker is not None:
             tracker.start_render()
@@ -645,6 +676,9 @@ def _run(
         reset_budget(token)
 
 
+_NO_NAMES: frozenset[str] = frozenset()
+
+
 class _RenderContext(Context):
     """The context ``Template.new_context`` builds for a render, minus the steps that do nothing here.
 
@@ -665,9 +699,10 @@ class _RenderContext(Context):
         self.vars = {}
         self.environment = environment
         self.eval_ctx = eval_ctx
-        self.exported_vars = set()
+        # (read only when another template imports this one, which the sandbox cannot do: no loader)
+        self.exported_vars = _NO_NAMES  # type: ignore[assignment]
         self.name = name
-        self.globals_keys = set()
+        self.globals_keys = _NO_NAMES  # type: ignore[assignment]
         self.blocks = {k: [v] for k, v in blocks.items()} if blocks else {}
 
 
