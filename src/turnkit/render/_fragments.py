@@ -576,7 +576,7 @@ def fragment_memo() -> FifoMemo[FragmentEntry]:
 
 # -- remembered by position ------------------------------------------------------------------------------------
 
-_MAX_TRACES = 8
+_MAX_TRACES = 4
 _TRACE_BYTES = _MEMO_BYTES // _MAX_TRACES
 _STR = frozenset({str})
 _SIZE = itemgetter(5)
