@@ -20,6 +20,10 @@ assignments stay in the body and namespaces are not written in it). A value that
 caller's object, the clock) makes the loop run as usual. Budget use is replayed on a hit (loop iterations and
 bytes), and an iteration that needed the input-size allowance of a limit, or failed, is not kept.
 
+A loop over a variable itself (``for message in messages``) is remembered by position instead (:class:`Resume`):
+a new run replays the longest prefix of items that matches one of its last runs, matching a dict of strings by
+``==`` against a private copy rather than keying it by its pickle.
+
 Only templates compiled to straight Python remember (see _straight): a missed iteration appends to the root's
 list like any other, and its slice of the list, joined, is kept; a remembered one appends its text.
 """
