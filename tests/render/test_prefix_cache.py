@@ -318,7 +318,129 @@ def test_names_the_body_binds_before_reading_them_are_not_keyed() -> None:
         "{% endfor %}"
     )
     code = sandbox_for(DEFAULT_LIMITS, fragments=True).compile(source, raw=True)
-    assert "fragment_scope(()," in code
+    assert "fragment_resume(tk_fragments_0, ()," in code
     assert "resolve('c')" not in code and "resolve('d')" not in code
     warm = ChatTemplate(source, prefix_cache=True)
     assert warm.render(CHAT) == warm.render(CHAT) == ChatTemplate(source).render(CHAT) == "abc"
+
+
+# -- loops remembered by position (a plain variable's list: see _fragments.Resume) ------------------------------
+
+
+def _traces(template: ChatTemplate) -> list[Any]:
+    """The position traces of the template's remembered loops, most recent first."""
+    return [trace for memo in _fragment_memos(template) for trace in getattr(memo, "traces", [])]
+
+
+@pytest.mark.parametrize(
+    ("source", "ordered"),
+    [
+        # the body reads items only: the order of a message's keys cannot show
+        ("{% for m in messages %}{% if m.role %}{{ m.role }}:{{ m['content'] }};{% endif %}{% endfor %}", False),
+        # the body prints the message, its items or its JSON: the order shows, and is part of the match
+        ("{% for m in messages %}{% if m %}{{ m | tojson }};{% endif %}{% endfor %}", True),
+        (
+            "{% for m in messages %}{% if m %}{% for k, v in m.items() %}{{ k }}={{ v }},{% endfor %}{% endif %}"
+            "{% endfor %}",
+            True,
+        ),
+        ("{% for m in messages %}{% if m %}{{ m }}{% endif %}{% endfor %}", True),
+        ("{% for m in messages %}{% if loop.previtem %}{{ loop.previtem | tojson }}{% endif %}{% endfor %}", True),
+    ],
+)
+def test_a_message_in_another_key_order_matches_only_where_the_order_cannot_show(source: str, ordered: bool) -> None:
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    first = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    reordered = [{"content": "a", "role": "user"}, {"content": "b", "role": "assistant"}]
+    assert warm.render(first) == cold.render(first)
+    before = _traces(warm)[0].entries[0]
+    assert warm.render(reordered) == cold.render(reordered)
+    assert (_traces(warm)[0].entries[0] is before) is not ordered  # the same entry replayed, or the body run again
+
+
+@pytest.mark.parametrize("value", ["1", 1, 1.0, True, 0.0, -0.0, [1], (1,), {"a": "1"}, None])
+def test_a_message_matches_only_a_copy_of_the_same_types_and_values(value: Any) -> None:
+    """Only the remembered message's exact content replays its text: each pair of values here is == equal (1,
+    1.0, True; 0.0, -0.0; a list and a tuple) or prints alike, and each prints differently somewhere."""
+    source = "{% for m in messages %}{% if m %}{{ m.content }}|{{ m.content | tojson }};{% endif %}{% endfor %}"
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    for other in ["1", 1, 1.0, True, 0.0, -0.0, [1], (1,), {"a": "1"}, None, value]:
+        for chat in ([{"role": "user", "content": value}], [{"role": "user", "content": other}]):
+            chat = [*chat, {"role": "user", "content": "next"}]
+            assert _outcome(warm, chat, {}) == _outcome(cold, chat, {}), (value, other)
+            warm._memos.clear()
+    assert sum(len(memo.entries) for memo in _fragment_memos(warm)) > 0
+
+
+def test_a_str_subclass_is_not_its_plain_string() -> None:
+    import enum
+
+    class Role(enum.StrEnum):
+        USER = "user"
+
+    source = "{% for m in messages %}{% if m %}{{ m.role }};{% endif %}{% endfor %}"
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    for role in ("user", Role.USER, "user", Role.USER):
+        chat = [{"role": role, "content": "a"}, {"role": "user", "content": "b"}]
+        assert warm.render(chat) == cold.render(chat)
+        warm._memos.clear()
+
+
+def test_a_message_changed_in_place_after_a_render_is_not_matched() -> None:
+    source = "{% for m in messages %}{% if m %}{{ m.content }};{% endif %}{% endfor %}"
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    chat: list[dict[str, Any]] = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
+    assert warm.render(chat) == "a;b;"
+    chat[0]["content"] = "changed"  # the caller's own dict, which the render adopted as it was
+    assert warm.render(chat) == cold.render(chat) == "changed;b;"
+    chat[0]["extra"] = "x"
+    chat[1]["content"] = 1
+    assert warm.render(chat) == cold.render(chat) == "changed;1;"
+
+
+def test_items_the_template_built_are_matched_by_their_exact_parts() -> None:
+    # a loop over a list of scalars: no item is a dict of strings, each matches by its key part
+    source = "{% for x in xs %}{% if x is not none %}{{ x }}|{{ x | tojson }};{% endif %}{% endfor %}"
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    for xs in ([1, 1.0, True], [True, 1, 1.0], [0.0, -0.0], [-0.0, 0.0], [1, 1.0, True, "1"], ["1", 1]):
+        assert warm.render(CHAT, xs=xs) == cold.render(CHAT, xs=xs)
+        warm._memos.clear()
+
+
+def test_what_follows_an_iteration_is_matched_only_when_it_read_it() -> None:
+    """``loop.last`` read by the tool messages only: a grown conversation reruns the previous last message only
+    when it is a tool message; the others are replayed (the same entry object)."""
+    source = (
+        "{% for m in messages %}{% if m.role == 'tool' %}[{{ m.content }}{% if loop.last %} end{% endif %}]"
+        "{% else %}{{ m.content }};{% endif %}{% endfor %}"
+    )
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    chat = [
+        {"role": "user", "content": "a"},
+        {"role": "tool", "content": "t"},
+        {"role": "user", "content": "b"},
+        {"role": "user", "content": "c"},
+    ]
+    assert warm.render(chat[:2]) == cold.render(chat[:2]) == "a;[t end]"
+    kept = list(_traces(warm)[0].entries)
+    assert warm.render(chat[:3]) == cold.render(chat[:3]) == "a;[t]b;"
+    entries = _traces(warm)[0].entries
+    assert entries[0] is kept[0] and entries[1] is not kept[1]  # the tool message read loop.last: run again
+    kept = list(entries)
+    assert warm.render(chat) == cold.render(chat) == "a;[t]b;c;"
+    assert all(a is b for a, b in zip(_traces(warm)[0].entries[:3], kept, strict=True))
+
+
+def test_two_conversations_served_in_turn_each_find_their_own_run() -> None:
+    source = "{% for m in messages %}{% if m %}{{ loop.index }}{{ m.content }};{% endif %}{% endfor %}"
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    system = {"role": "system", "content": "s"}
+    one = [system, *({"role": "user", "content": f"one {n}"} for n in range(4))]
+    two = [system, *({"role": "user", "content": f"two {n}"} for n in range(4))]
+    for end in range(2, 5):
+        for chat in (one, two):
+            assert warm.render(chat[:end]) == cold.render(chat[:end])
+    assert len(_traces(warm)) == 2
+    first = _traces(warm)[1].entries  # conversation one's, published before two's
+    assert warm.render(one) == cold.render(one)
+    assert all(a is b for a, b in zip(_traces(warm)[0].entries[: len(first)], first, strict=True))

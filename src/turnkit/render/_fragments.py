@@ -20,6 +20,10 @@ assignments stay in the body and namespaces are not written in it). A value that
 caller's object, the clock) makes the loop run as usual. Budget use is replayed on a hit (loop iterations and
 bytes), and an iteration that needed the input-size allowance of a limit, or failed, is not kept.
 
+A loop over a variable itself (``for message in messages``) is remembered by position instead (:class:`Resume`):
+a new run replays the longest prefix of items that matches one of its last runs, matching a dict of strings by
+``==`` against a private copy rather than keying it by its pickle.
+
 Only templates compiled to straight Python remember (see _straight): a missed iteration appends to the root's
 list like any other, and its slice of the list, joined, is kept; a remembered one appends its text.
 """
@@ -27,29 +31,38 @@ list like any other, and its slice of the list, joined, is kept; a remembered on
 from __future__ import annotations
 
 import pickle
+import threading
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from itertools import repeat
+from operator import and_, eq, itemgetter
 from typing import Any
 
 import jinja2.nodes as nodes
 from jinja2.runtime import Macro, Undefined
 from jinja2.utils import Namespace
 
-from turnkit.render._budget import UPFRONT
+from turnkit.render._budget import UPFRONT, RenderBudget
 from turnkit.render._inputs import PlainPickler, frozen_json, plain_key
 from turnkit.render._loops import loop_properties
 from turnkit.render._memo import FifoMemo
 
 __all__ = [
+    "FUTURE",
     "UNKEYABLE",
     "Fragment",
     "FragmentEntry",
     "LoopKeys",
+    "LoopTraces",
+    "Resumable",
+    "Resume",
+    "Trace",
+    "TraceEntry",
     "as_fragment",
     "fragment_loops",
     "fragment_memo",
+    "key_part",
     "key_pickler",
     "key_size",
     "macro_names",
@@ -91,7 +104,7 @@ class Fragment:
     iterable when it is a variable, else the constant None: see :class:`LoopKeys`), ``parts`` (the loop
     variable and properties; ``raw[i]``: part ``i`` is an ``int`` or ``bool`` property, keyed as it is), the
     original ``body``; ``memo`` and ``state`` name the generated module's memo and the local holding the loop's
-    :class:`LoopKeys`."""
+    :class:`LoopKeys` (or :class:`Resume`); ``resume``: see :class:`Resumable`."""
 
     scope: nodes.Tuple
     sequence: nodes.Expr
@@ -101,6 +114,20 @@ class Fragment:
     body: list[nodes.Node]
     memo: str
     state: str
+    resume: Resumable | None
+
+
+@dataclass(frozen=True)
+class Resumable:
+    """A loop over a variable's list, remembered by position (see :class:`Resume`): ``reads``, the bits of the
+    properties that depend on the items after an iteration (:data:`FUTURE`) its body always counts as read (when
+    it could read them from a nested Python function, which the generated flag cannot see), ``ordered`` whether
+    the body can see the order of an item's keys, and the locals holding the position and the bits read."""
+
+    reads: int
+    ordered: bool
+    position: str
+    flag: str
 
 
 def as_fragment(node: nodes.Node) -> Fragment | None:
@@ -110,16 +137,17 @@ def as_fragment(node: nodes.Node) -> Fragment | None:
     ``{% autoescape %}``, which the symbol analysis walks generically) whose first option is a marker no
     template can write.
     """
-    if not isinstance(node, nodes.ScopedEvalContextModifier) or len(node.options) != 8:
+    if not isinstance(node, nodes.ScopedEvalContextModifier) or len(node.options) != 9:
         return None
-    mark, scope, sequence, parts, raw, layout, memo, state = node.options
+    mark, scope, sequence, parts, raw, layout, memo, state, resume = node.options
     if mark.key != _MARK:
         return None
     assert isinstance(scope.value, nodes.Tuple) and isinstance(parts.value, nodes.Tuple)
     assert isinstance(raw.value, nodes.Const) and isinstance(layout.value, nodes.Const)
     assert isinstance(memo.value, nodes.Const) and isinstance(state.value, nodes.Const)
+    assert isinstance(resume.value, nodes.Const)
     constants = raw.value.value, layout.value.value, node.body, memo.value.value, state.value.value
-    return Fragment(scope.value, sequence.value, parts.value, *constants)
+    return Fragment(scope.value, sequence.value, parts.value, *constants, resume.value.value)
 
 
 def fragment_loops(template: nodes.Template) -> list[nodes.For]:
@@ -158,8 +186,12 @@ def macro_names(template: nodes.Template) -> set[str]:
     }
 
 
-def wrap_loop(loop: nodes.For, memo: str, state: str, also_read: set[str]) -> None:
-    """Replace the loop's body by a fragment around it; ``also_read``: names the body's macros read."""
+def wrap_loop(
+    loop: nodes.For, memo: str, state: str, also_read: set[str], new_name: Callable[[], str], guard: str
+) -> Resumable | None:
+    """Replace the loop's body by a fragment around it; ``also_read``: names the body's macros read, ``new_name``
+    makes a local's name, ``guard`` names the filter the sandbox wraps every loop's iterable in. Returns how the
+    loop is remembered by position, or None (by key)."""
     if isinstance(loop.target, nodes.Name):
         targets = [loop.target.name]
     else:
@@ -193,7 +225,73 @@ def wrap_loop(loop: nodes.For, memo: str, state: str, also_read: set[str]) -> No
         nodes.Keyword("memo", nodes.Const(memo, lineno=line), lineno=line),
         nodes.Keyword("state", nodes.Const(state, lineno=line), lineno=line),
     ]
+    resume = _resumable(loop, used, new_name, guard)
+    options.append(nodes.Keyword("resume", nodes.Const(resume, lineno=line), lineno=line))
     loop.body = [nodes.ScopedEvalContextModifier(options, loop.body, lineno=line)]
+    return resume
+
+
+# the loop properties that depend on the items after an iteration: bit 1, the next item (``last`` is "no next
+# item"); bit 2, how many there are
+FUTURE: dict[str, int] = {"last": 1, "nextitem": 1, "length": 2, "revindex": 2, "revindex0": 2}
+
+
+def _resumable(loop: nodes.For, used: set[str], new_name: Callable[[], str], guard: str) -> Resumable | None:
+    """How a loop is remembered by position, when it iterates a variable itself (no slice, filter or test, so
+    iteration ``i`` is the variable's item ``i``) that its body does not rebind."""
+    iterable: nodes.Node | None = loop.iter
+    if isinstance(iterable, nodes.Filter) and iterable.name == guard and not iterable.args and not iterable.kwargs:
+        iterable = iterable.node
+    if not isinstance(iterable, nodes.Name) or loop.test is not None or not isinstance(loop.target, nodes.Name):
+        return None
+    name = iterable.name
+    if name == loop.target.name or any(
+        n.name == name for stmt in loop.body for n in stmt.find_all(nodes.Name) if n.ctx != "load"
+    ):
+        return None
+    # a read of ``loop`` in a nested Python function (a call block, a loop filter, a recursive loop) cannot set
+    # the root's flag: such a body counts every property it uses as read
+    nested = any(
+        isinstance(n, nodes.CallBlock) or (isinstance(n, nodes.For) and (n.test is not None or n.recursive))
+        for stmt in loop.body
+        for n in [stmt, *stmt.find_all((nodes.CallBlock, nodes.For))]
+    )
+    reads = 0
+    if nested:
+        for prop in used:
+            reads |= FUTURE.get(prop, 0)
+    ordered = _order_visible(loop.body, loop.target.name)
+    return Resumable(reads, ordered, new_name(), new_name())
+
+
+def _order_visible(body: list[nodes.Node], target: str) -> bool:
+    """Whether the body can see the order of the loop variable's keys (or ``loop.previtem``'s/``nextitem``'s):
+    anything but reading an item (``m.role``, ``m['role']``, ``m.get('role')``) or testing a key (``'x' in m``)."""
+
+    def is_item(node: nodes.Node) -> bool:
+        if isinstance(node, nodes.Name):
+            return node.name == target
+        return (
+            isinstance(node, nodes.Getattr)
+            and node.attr in ("previtem", "nextitem")
+            and isinstance(node.node, nodes.Name)
+            and node.node.name == "loop"
+        )
+
+    def visible(node: nodes.Node, parent: nodes.Node | None) -> bool:
+        if is_item(node):
+            if isinstance(parent, nodes.Getattr) and (parent.attr not in _DICT_METHODS or parent.attr == "get"):
+                return False
+            if isinstance(parent, nodes.Getitem) and isinstance(parent.arg, nodes.Const):
+                return False
+            return not (isinstance(parent, nodes.Operand) and parent.op in ("in", "notin"))
+        return any(visible(child, node) for child in node.iter_child_nodes())
+
+    return any(visible(stmt, None) for stmt in body)
+
+
+# ``m.name`` for any of these is a method of the dict, not its item
+_DICT_METHODS = frozenset(dir(dict))
 
 
 def _bound_before_read(body: list[nodes.Node], bound: frozenset[str], unbound: set[str]) -> set[str]:
@@ -417,24 +515,31 @@ class LoopKeys:
 
     def piece(self, value: Any) -> Any:
         """The key part of ``value`` (the generated code looks ``pieces`` up inline first)."""
-        kind = type(value)
-        if kind is str:
-            return value
-        if kind in _SCALARS:
-            return pickle.dumps(value, 5)
-        if isinstance(value, Undefined):
-            return _UNDEFINED
-        slot = frozen_json(value)
-        if slot is not None:
-            part: Any = ("tool schema", slot[2])
-        elif id(value) in self.trusted:
-            part = pickle.dumps(value, 5)
-        else:
-            part = plain_key(value, _MAX_KEY, self.pickler)
-            if part is None:
-                return UNKEYABLE
-        self.pieces[id(value)] = (value, part)
+        part = key_part(value, self.trusted, self.pickler)
+        if type(part) is bytes and type(value) not in _SCALARS or type(part) is tuple:
+            self.pieces[id(value)] = (value, part)
         return part
+
+
+def key_part(value: Any, trusted: AbstractSet[int], pickler: type[_KeyPickler]) -> Any:
+    """The exact key part of ``value`` (see :class:`LoopKeys`), or :data:`UNKEYABLE`."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind in _SCALARS:
+        return pickle.dumps(value, 5)
+    if isinstance(value, Undefined):
+        return _UNDEFINED
+    slot = frozen_json(value)
+    if slot is not None:
+        return ("tool schema", slot[2])
+    if id(value) in trusted:
+        return pickle.dumps(value, 5)
+    known = pickler.globals_by_id.get(id(value))
+    if known is not None and known[1] is value:
+        return ("global", known[0])  # (what the key pickler writes for it, without a pickler)
+    part = plain_key(value, _MAX_KEY, pickler)
+    return UNKEYABLE if part is None else part
 
 
 # a loop part for every position of a sequence of ``length`` items whose parts are ``parts`` (what the loop
@@ -471,3 +576,191 @@ FragmentEntry = tuple[str, int, int]
 def fragment_memo() -> FifoMemo[FragmentEntry]:
     """One loop's remembered iterations (FIFO, bounded)."""
     return FifoMemo(max_entries=_MEMO_ENTRIES, max_bytes=_MEMO_BYTES, max_text=_MAX_TEXT)
+
+
+# -- remembered by position ------------------------------------------------------------------------------------
+
+_MAX_TRACES = 4
+_TRACE_BYTES = _MEMO_BYTES // _MAX_TRACES
+_STR = frozenset({str})
+_SIZE = itemgetter(5)
+
+TraceEntry = tuple[str, int, int, int, Any, int]
+"""A remembered iteration of a resumable loop: its text, the loop iterations and bytes it charged, the
+:data:`FUTURE` bits of the properties it read, its item's key part (None when the trace keeps a copy of the item
+instead) and about how many bytes it holds."""
+
+
+class Trace:
+    """One run of a resumable loop: the key part of the names its body reads (``scope``), how many items it had,
+    and per position an entry (None: not remembered; matching stops there), the copy of its item when that is a
+    dict of strings (else None) and that copy's keys in order (None when the body cannot see the order);
+    ``future``: the positions whose entry read a :data:`FUTURE` property."""
+
+    __slots__ = ("scope", "length", "entries", "copies", "keys", "future", "size")
+
+    def __init__(self, scope: tuple[Any, ...], length: int, prefix: Trace | None, k: int) -> None:
+        self.scope, self.length = scope, length
+        if prefix is None:
+            self.entries: list[TraceEntry | None] = []
+            self.copies: list[dict[str, str] | None] = []
+            self.keys: list[list[str] | None] = []
+            self.future: list[int] = []
+            self.size = 0
+            return
+        self.entries, self.copies, self.keys = prefix.entries[:k], prefix.copies[:k], prefix.keys[:k]
+        self.future = [i for i in prefix.future if i < k]
+        self.size = sum(map(_SIZE, filter(None, self.entries)))
+
+
+class LoopTraces:
+    """A resumable loop's memo: the traces of its last few runs (most recent first), each replaced by the run that
+    continued it, so that a few conversations served in turn each find theirs."""
+
+    __slots__ = ("traces", "_lock")
+
+    def __init__(self) -> None:
+        self.traces: list[Trace] = []
+        self._lock = threading.Lock()
+
+    @property
+    def entries(self) -> list[TraceEntry]:
+        """The remembered iterations (each once)."""
+        seen = {id(entry): entry for trace in self.traces for entry in trace.entries if entry is not None}
+        return list(seen.values())
+
+    def publish(self, trace: Trace, continued: Trace | None) -> None:
+        with self._lock:
+            others = [old for old in self.traces if old is not continued]
+            self.traces = [trace, *others[: _MAX_TRACES - 1]]
+
+
+class Resume:
+    """One run of a loop remembered by position (a plain variable's list, see :class:`Resumable`).
+
+    An iteration's text depends on its item, the items before it (``previtem``, and its position: ``index``,
+    ``first``, ``cycle``), the names its body reads (``scope``, as for :class:`LoopKeys`), and, only when its body
+    read them (the generated code sets the :data:`FUTURE` bits it reads), the next item (``last``, ``nextitem``)
+    and the number of items (``length``, ``revindex``). So the run finds the remembered run with the same scope
+    whose items match the longest prefix of its own (``k`` items), and position ``i < k`` replays that run's
+    entry when the entry read nothing after it, or the next item also matches (or both runs end there) and, for
+    the count, both runs have as many items. ``hits[i]`` is that entry or None.
+
+    An item matches exactly: a dict of strings was kept as a copy, and the new item matches when it is one of the
+    render's plain inputs (adopted or rebuilt: exact types, so only a ``str`` equals a ``str``, and ``==`` cannot
+    take 1 for 1.0 or True, nor 0.0 for -0.0, nor a tuple for a list) equal to the copy, with its keys in the same
+    order when the body can see their order; any other item matches when its key part (:func:`key_part`) is
+    equal. The copy is the trace's own: a caller's dict changed in place after the render no longer matches it.
+
+    The run's own trace (the matched entries, then each iteration it runs) is published when the run starts.
+    """
+
+    __slots__ = ("hits", "k", "trace", "sequence", "trusted", "pickler", "ordered")
+
+    def __init__(
+        self,
+        memo: LoopTraces,
+        values: tuple[Any, ...],
+        sequence: Any,
+        trusted: set[int] | frozenset[int],
+        pickler: type[_KeyPickler],
+        ordered: bool,
+    ) -> None:
+        self.k = 0
+        self.hits: list[TraceEntry | None] = []
+        self.trace: Trace | None = None
+        self.sequence, self.trusted, self.pickler, self.ordered = sequence, trusted, pickler, ordered
+        kind = type(sequence)
+        if not (kind is list or kind is tuple) or not sequence:
+            return
+        scope = tuple([key_part(value, trusted, pickler) for value in values])
+        if UNKEYABLE in scope:
+            return
+        length = len(sequence)
+        best, k = None, 0
+        for trace in memo.traces:
+            if trace.scope == scope:
+                matched = self._matched(trace)
+                if best is None or matched > k:
+                    best, k = trace, matched
+                if matched >= len(trace.entries) - 1:  # this run continues that one
+                    break
+        self.trace = trace = Trace(scope, length, best, k)
+        self.hits = hits = trace.entries
+        self.k = k
+        if best is not None and trace.future:
+            same_count = length == best.length
+            for i in trace.future:
+                entry = hits[i]
+                if entry is None:
+                    continue
+                reads = entry[3]
+                if reads & 1 and not (i + 1 < k or i + 1 == length and same_count) or reads & 2 and not same_count:
+                    hits[i] = None
+        memo.publish(trace, best if best is not None and k >= len(best.entries) - 1 else None)
+
+    def _matched(self, trace: Trace) -> int:
+        """How many leading items of this run's sequence match the trace's."""
+        sequence, trusted, entries = self.sequence, self.trusted, trace.entries
+        end = min(len(sequence), len(entries))
+        if trusted.issuperset(map(id, sequence[:end])):
+            # (at C speed: == of each item and its copy, and of the lists of their keys when the order shows)
+            same = list(map(eq, sequence[:end], trace.copies[:end]))
+            if self.ordered:
+                same = list(map(and_, same, map(eq, map(_keys, sequence[:end]), trace.keys[:end])))
+        else:  # not all the render's plain inputs (== could call a caller's method): key parts only
+            same = [False] * end
+        same.append(False)
+        matched = same.index(False)
+        while matched < end:
+            entry = entries[matched]
+            if entry is None or entry[4] is None or key_part(sequence[matched], trusted, self.pickler) != entry[4]:
+                break
+            matched = same.index(False, matched + 1)
+        return matched
+
+    def keep(
+        self, position: int, reads: int, out: list[str], mark: tuple[int, int, int], budget: RenderBudget | None
+    ) -> None:
+        """Remember the iteration just run at ``position`` (its text from ``mark``), unless it needed the
+        input-size allowance of a limit, or its item cannot be keyed, or the trace is full."""
+        trace = self.trace
+        if trace is None or budget is None or budget.input_measured:
+            return
+        entries = trace.entries
+        if position > len(entries) or position >= _MEMO_ENTRIES:
+            return
+        item = self.sequence[position]
+        text = "".join(out[mark[2] :])
+        size = 64 + 4 * len(text)
+        copy: dict[str, str] | None = None
+        keys: list[str] | None = None
+        if type(item) is dict and id(item) in self.trusted and _STR.issuperset(map(type, item.values())):
+            if _STR.issuperset(map(type, item)):
+                copy = dict(item)
+                keys = [*item] if self.ordered else None
+                part = None
+                size += 4 * (sum(map(len, item)) + sum(map(len, item.values())))
+        if copy is None:
+            part = key_part(item, self.trusted, self.pickler)
+            if part is UNKEYABLE:
+                return
+            size += key_size((part,))
+        if len(text) > _MAX_TEXT or trace.size + size > _TRACE_BYTES:
+            return
+        trace.size += size
+        entry = (text, budget.loops - mark[0], budget.allocated - mark[1], reads, part, size)
+        if reads and (position == len(entries) or position not in trace.future):
+            trace.future.append(position)
+        if position == len(entries):
+            trace.copies.append(copy)
+            trace.keys.append(keys)
+            entries.append(entry)
+        else:
+            trace.copies[position] = copy
+            trace.keys[position] = keys
+            entries[position] = entry
+
+
+def _keys(item: Any) -> list[Any] | None:
+    return [*item] if type(item) is dict else None

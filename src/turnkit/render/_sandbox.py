@@ -43,10 +43,14 @@ from turnkit.errors import TemplateLimitError
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.render._budget import current_budget, estimate_str_size, guard_iterable
 from turnkit.render._fragments import (
+    FUTURE,
     UNKEYABLE,
     Fragment,
     FragmentEntry,
     LoopKeys,
+    LoopTraces,
+    Resumable,
+    Resume,
     as_fragment,
     fragment_loops,
     fragment_memo,
@@ -278,14 +282,18 @@ class _GuardedCodeGenerator(CodeGenerator):
         self._straight = straight_template(node, _is_generation)
         self._meter_loop = False  # the next loop body starts with the output check (a loop of the root frame)
         memos = []
+        # the flag local of each loop remembered by position, by its ``loop``'s Python name (see _fragments.Resume)
+        self._future_flags: dict[str, str] = {}
         if fragments and self._straight:  # remembered iterations append to the root's list
             also_read = macro_names(node)
             for number, loop in enumerate(fragment_loops(node)):
-                memos.append(f"tk_fragments_{number}")
-                wrap_loop(loop, memos[-1], self.temporary_identifier(), also_read)
+                memo = f"tk_fragments_{number}"
+                state, new_name = self.temporary_identifier(), self.temporary_identifier
+                resume = wrap_loop(loop, memo, state, also_read, new_name, _LOOP_FILTER)
+                memos.append((memo, resume is not None))
         super().visit_Template(node, frame)
-        for memo in memos:
-            self.writeline(f"{memo} = environment.fragment_memo()")
+        for memo, by_position in memos:
+            self.writeline(f"{memo} = environment.fragment_memo({by_position})")
         self._write_dependencies()
         for memo in self._printing_memos:
             self.writeline(f"{memo} = {{}}")
@@ -568,6 +576,9 @@ class _GuardedCodeGenerator(CodeGenerator):
         """One iteration: the remembered text for its key, or the body run (appending to the root's list) and its
         text kept. The key is a tuple: the scope's part, then each loop part, as it is (an ``int`` or ``bool``
         property) or its :meth:`LoopKeys.piece`, looked up inline among the pieces of this run first."""
+        if node.resume is not None:
+            self._resumed_fragment(node, node.resume, frame)
+            return
         key, hit, mark, value, entry = (self.temporary_identifier() for _ in range(5))
         state = node.state
         self.writeline(f"if {state} is None:")
@@ -609,6 +620,44 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline(f"{frame.buffer}.append({hit}[0])")
         self.outdent()
 
+    def _resumed_fragment(self, node: Fragment, resume: Resumable, frame: Frame) -> None:
+        """One iteration of a loop remembered by position (see _fragments.Resume): the remembered entry at its
+        position, or the body run with a flag collecting the FUTURE bits of the ``loop`` properties it reads."""
+        hit, mark = self.temporary_identifier(), self.temporary_identifier()
+        state, position, flag = node.state, resume.position, resume.flag
+        self.writeline(f"if {state} is None:")
+        self.indent()
+        self.writeline(f"{state} = environment.fragment_resume({node.memo}, ")
+        self.visit(node.scope, frame)
+        self.write(", ")
+        self.visit(node.sequence, frame)
+        self.write(f", {resume.ordered!r})")
+        self.writeline(f"{position} = 0")
+        self.outdent()
+        self.writeline("else:")
+        self.indent()
+        self.writeline(f"{position} += 1")
+        self.outdent()
+        self.writeline(f"if {position} < {state}.k and ({hit} := {state}.hits[{position}]) is not None:")
+        self.indent()
+        self.writeline(f"if {hit}[1] or {hit}[2]:")
+        self.indent()
+        self.writeline(f"environment.fragment_replay({hit})")
+        self.outdent()
+        self.writeline(f"{frame.buffer}.append({hit}[0])")
+        self.outdent()
+        self.writeline("else:")
+        self.indent()
+        self.writeline(f"{flag} = {resume.reads}")
+        self.writeline(f"{mark} = environment.fragment_mark({frame.buffer})")
+        ref = frame.symbols.find_ref("loop")
+        if ref is not None:
+            self._future_flags[ref] = flag
+        self.blockvisit(node.body, frame)
+        self._future_flags.pop(ref or "", None)
+        self.writeline(f"environment.fragment_keep({state}, {position}, {flag}, {frame.buffer}, {mark})")
+        self.outdent()
+
     def buffer(self, frame: Frame) -> None:
         frame.buffer = self.temporary_identifier()
         # the buffer class called with the sandbox, not a method of it: one Python frame less per macro call
@@ -620,16 +669,22 @@ class _GuardedCodeGenerator(CodeGenerator):
         tmp = self.temporary_identifier()
         attr = node.attr
         if attr in _LOOP_ATTRIBUTES and isinstance(node.node, nodes.Name) and node.node.name == "loop":
+            # a loop remembered by position notes the properties that depend on the items after this one
+            flag = self._future_flags.get(frame.symbols.find_ref("loop") or "") if attr in FUTURE else None
+            if flag is not None:
+                self.write(f"(({flag} := {flag} | {FUTURE[attr]}) and ")
             sequence = self._plain_loop(frame)
             if sequence is not None:
                 # a plain loop's ``loop`` is its position in a list or tuple, else the LoopContext (see _loops)
                 ref = frame.symbols.find_ref("loop")
                 expression = LOOP_EXPRESSIONS[attr].format(ref, sequence)
                 self.write(f"(({expression}) if type({ref}) is int else {ref}.{attr})")
-                return
-            self.write(f"({tmp}.{attr} if type({tmp} := ")
-            self.visit(node.node, frame)
-            self.write(f") is LoopContext else environment.getattr({tmp}, {attr!r}))")
+            else:
+                self.write(f"({tmp}.{attr} if type({tmp} := ")
+                self.visit(node.node, frame)
+                self.write(f") is LoopContext else environment.getattr({tmp}, {attr!r}))")
+            if flag is not None:
+                self.write(")")
         elif attr not in _DICT_ATTRIBUTES:
             self._dict_item(node.node, attr, frame, "getattr", self._kept_items.get(id(node)))
         else:
@@ -1253,8 +1308,18 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
 
     # -- remembered loop iterations (see _fragments) ------------------------------------------------------------
 
-    def fragment_memo(self) -> FifoMemo[FragmentEntry]:
-        return fragment_memo()
+    def fragment_memo(self, by_position: bool = False) -> FifoMemo[FragmentEntry] | LoopTraces:
+        return LoopTraces() if by_position else fragment_memo()
+
+    def fragment_resume(self, memo: LoopTraces, values: tuple[Any, ...], sequence: Any, ordered: bool) -> Resume:
+        budget = current_budget()
+        trusted: set[int] | frozenset[int] = budget.trusted if budget is not None else frozenset()
+        return Resume(memo, values, sequence, trusted, self._key_pickler, ordered)
+
+    def fragment_keep(
+        self, state: Resume, position: int, reads: int, out: list[str], mark: tuple[int, int, int]
+    ) -> None:
+        state.keep(position, reads, out, mark, current_budget())
 
     def fragment_scope(self, values: tuple[Any, ...], sequence: Any, layout: tuple[str, ...] | None) -> LoopKeys:
         budget = current_budget()
