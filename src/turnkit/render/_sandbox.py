@@ -581,13 +581,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             return
         key, hit, mark, value, entry = (self.temporary_identifier() for _ in range(5))
         state = node.state
-        self.writeline(f"if {state} is None:")
-        self.indent()
-        self.writeline(f"{state} = environment.fragment_scope(")
-        self.visit(node.scope, frame)
-        self.write(", ")
-        self.visit(node.sequence, frame)
-        self.write(f", {node.layout!r})")
+        self._start_fragments(node, "fragment_scope(", node.layout, frame)
         self.outdent()
         self.writeline(f"{key} = ")
         sequence = self._plain_loop(frame) if node.layout is not None else None
@@ -613,25 +607,34 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.outdent()
         self.writeline("else:")
         self.indent()
+        self._replay_fragment(hit, frame)
+        self.outdent()
+
+    def _start_fragments(self, node: Fragment, call: str, last: object, frame: Frame) -> None:
+        """Open ``if <state> is None:`` and set the loop's state for this run: ``environment.<call>`` (up to its
+        first argument) with the scope's values, the sequence and ``last``."""
+        self.writeline(f"if {node.state} is None:")
+        self.indent()
+        self.writeline(f"{node.state} = environment.{call}")
+        self.visit(node.scope, frame)
+        self.write(", ")
+        self.visit(node.sequence, frame)
+        self.write(f", {last!r})")
+
+    def _replay_fragment(self, hit: str, frame: Frame) -> None:
+        """Append a remembered iteration's text, charging its budget use when it had any."""
         self.writeline(f"if {hit}[1] or {hit}[2]:")
         self.indent()
         self.writeline(f"environment.fragment_replay({hit})")
         self.outdent()
         self.writeline(f"{frame.buffer}.append({hit}[0])")
-        self.outdent()
 
     def _resumed_fragment(self, node: Fragment, resume: Resumable, frame: Frame) -> None:
         """One iteration of a loop remembered by position (see _fragments.Resume): the remembered entry at its
         position, or the body run with a flag collecting the FUTURE bits of the ``loop`` properties it reads."""
         hit, mark = self.temporary_identifier(), self.temporary_identifier()
         state, position, flag = node.state, resume.position, resume.flag
-        self.writeline(f"if {state} is None:")
-        self.indent()
-        self.writeline(f"{state} = environment.fragment_resume({node.memo}, ")
-        self.visit(node.scope, frame)
-        self.write(", ")
-        self.visit(node.sequence, frame)
-        self.write(f", {resume.ordered!r})")
+        self._start_fragments(node, f"fragment_resume({node.memo}, ", resume.ordered, frame)
         self.writeline(f"{position} = 0")
         self.outdent()
         self.writeline("else:")
@@ -640,11 +643,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.outdent()
         self.writeline(f"if {position} < {state}.k and ({hit} := {state}.hits[{position}]) is not None:")
         self.indent()
-        self.writeline(f"if {hit}[1] or {hit}[2]:")
-        self.indent()
-        self.writeline(f"environment.fragment_replay({hit})")
-        self.outdent()
-        self.writeline(f"{frame.buffer}.append({hit}[0])")
+        self._replay_fragment(hit, frame)
         self.outdent()
         self.writeline("else:")
         self.indent()
