@@ -735,12 +735,16 @@ class Resume:
         size = 64 + 4 * len(text)
         copy: dict[str, str] | None = None
         keys: list[str] | None = None
-        if type(item) is dict and id(item) in self.trusted and _STR.issuperset(map(type, item.values())):
-            if _STR.issuperset(map(type, item)):
-                copy = dict(item)
-                keys = [*item] if self.ordered else None
-                part = None
-                size += 4 * (sum(map(len, item)) + sum(map(len, item.values())))
+        if (
+            type(item) is dict
+            and id(item) in self.trusted
+            and _STR.issuperset(map(type, item.values()))
+            and _STR.issuperset(map(type, item))
+        ):  # a dict of strings: kept as a copy, matched by == (see _matched)
+            copy = dict(item)
+            keys = [*item] if self.ordered else None
+            part = None
+            size += 4 * (sum(map(len, item)) + sum(map(len, item.values())))
         if copy is None:
             part = key_part(item, self.trusted, self.pickler)
             if part is UNKEYABLE:

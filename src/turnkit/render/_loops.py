@@ -247,7 +247,7 @@ def remember_printed(memo: dict[int, Any], sequence: Any, out: list[str], mark: 
     if type(sequence) is not list or frozen_json(sequence) is None or budget is None or budget.allocated != allocated:
         return
     chunks = tuple(out[mark:])
-    last = len(chunks) // len(sequence) if sequence else 0  # every iteration appends as many chunks
+    per_item = len(chunks) // len(sequence) if sequence else 0  # every iteration appends as many chunks
     if len(memo) >= _PRINTED_MAX:
         memo.clear()
-    memo[id(sequence)] = (sequence, len(chunks) - last, chunks)
+    memo[id(sequence)] = (sequence, len(chunks) - per_item, chunks)
