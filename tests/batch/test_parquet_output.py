@@ -191,3 +191,25 @@ def test_one_batch_of_parquet_rows_is_done_without_starting_workers(
     with pytest.raises(AssertionError, match="a pool was started"):  # one row more: the workers start
         pq.write_table(pa.Table.from_pylist(_rows(13)), source)
         tbatch.render(source, tmp_path / "three.parquet", model=model, masks=True, batch_size=12, workers=2)
+
+
+def test_the_pool_s_worker_thread_waits_without_spinning(
+    tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool's worker thread wakes when a worker exits or the pool's state changes, not while results sit in the
+    result pipe (the standard pool spins there: thousands of wake-ups a run, CPU and the GIL taken from the work)."""
+    import multiprocessing.pool
+
+    wakes = []
+    wait = multiprocessing.pool.Pool._wait_for_updates
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        wakes.append(1)
+        return wait(*args, **kwargs)
+
+    monkeypatch.setattr(multiprocessing.pool.Pool, "_wait_for_updates", staticmethod(counted))
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(_rows(400) * 5), source)
+    summary = tbatch.render(source, tmp_path / "out.parquet", model=model, masks=True, batch_size=50, workers=2)
+    assert summary.rows == 2000
+    assert len(wakes) <= 4  # the pool's start and its end

@@ -257,7 +257,14 @@ class _Pool(multiprocessing.pool.Pool):
     """A process pool whose ``terminate()`` kills its workers with SIGKILL (they ignore SIGTERM), where the
     standard pool sends SIGTERM, but only once the pool's task thread has sent its last message. A worker killed
     while it writes a result holds the result queue's lock forever, and that thread's last message waits on it:
-    the standard pool then hangs (rare when workers are stopped at the end of a run, frequent mid-run)."""
+    the standard pool then hangs (rare when workers are stopped at the end of a run, frequent mid-run).
+
+    Its worker thread waits only for a worker to exit or the pool's state to change: the standard pool also wakes
+    it whenever the result pipe is readable, so it spins until the result thread has read each result (2,300-3,500
+    wake-ups and ~20-70 ms of CPU a 6,000-row parquet run, taking the GIL from the threads that do the work)."""
+
+    def _get_sentinels(self) -> list[Any]:
+        return [self._change_notifier._reader]  # type: ignore[attr-defined]
 
     def terminate(self) -> None:
         # patched here, on the started workers (a spawned worker was pickled to start: its own copy is not touched)
