@@ -124,6 +124,16 @@ def test_a_packed_table_is_the_same_table_and_much_smaller_to_pickle() -> None:
         assert len(pickle.dumps(Packed(table))) * 4 < len(pickle.dumps(table))
 
 
+def test_a_sent_record_batch_gives_the_batch_s_rows() -> None:
+    """Parquet input goes to a worker as an Arrow IPC stream: the rows it decodes are the record batch's."""
+    from turnkit.batch._io import Sent, decode_chunk
+
+    batch = pa.RecordBatch.from_pylist([*_rows(20), {"id": 99, "messages": None, "tools": "[]"}])
+    sent = pickle.loads(pickle.dumps(Sent(batch)))
+    assert decode_chunk(("parquet", sent, 0)) == decode_chunk(("parquet", batch, 0)) == batch.to_pylist()
+    assert decode_chunk(("parquet", sent, 0))[4]["messages"] == [{"role": "wizard", "content": "x"}]
+
+
 @pytest.mark.parametrize("codec", ["snappy", "zstd", "none"])
 def test_another_codec_writes_pyarrow_s_defaults_with_it_in_a_run_and_a_recovery(
     tmp_path: Path, model: Path, codec: str

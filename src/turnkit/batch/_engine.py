@@ -30,6 +30,7 @@ from turnkit._extras import require
 from turnkit.batch._io import (
     Chunk,
     Packed,
+    Sent,
     Source,
     complete_rows,
     decode_chunk,
@@ -231,7 +232,8 @@ def _local_results(
                 ahead = (4 if size < batch_size else 2) * workers  # small tasks: more queued, so no worker waits
                 for number, chunk in enumerate(_even_end(itertools.chain(head, chunks), left, workers, size)):
                     part = os.path.join(parts, f"{number}.jsonl") if kind == "jsonl" else None
-                    pending.append(pool.apply_async(_work, (chunk, kind, part, schema())))
+                    sent = (chunk[0], Sent(chunk[1]), chunk[2]) if chunk[0] == "parquet" else chunk
+                    pending.append(pool.apply_async(_work, (sent, kind, part, schema())))
                     if len(pending) >= ahead:
                         yield pending.popleft().get()
                 while pending:
