@@ -373,7 +373,9 @@ def run(
     The input is checked before the output is touched. ``resume`` keeps the complete rows already in
     ``output`` and carries on after them (the rows before are neither read by the workers nor processed).
     ``start_method`` (``"fork"``, ``"forkserver"``, ``"spawn"``) starts the local worker processes; by default
-    fork, except on macOS (spawn). Other than fork, the worker is pickled to each process. ``compression`` is the
+    fork, except on macOS (spawn); forked workers inherit ``worker`` after this process has run it on the input's
+    first row (the result is dropped), so that what it builds on first use is built once. Other than fork, the
+    worker is pickled to each process. ``compression`` is the
     codec of a parquet output's pages: ``"lz4"`` (the fastest to write; Spark reads it from 3.5 on), ``"snappy"``
     (pyarrow's default, read everywhere), ``"zstd"``, ``"gzip"`` or ``"none"``.
 
