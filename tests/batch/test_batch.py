@@ -406,6 +406,49 @@ def test_an_interrupted_write_is_cut_back_to_the_last_complete_batch(
     assert output.read_text(encoding="utf-8") == '{"id": 1}\n'
 
 
+def test_json_lines_that_fit_in_one_batch_are_done_without_starting_workers(
+    tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JSON-lines input does not say its size: the run reads ahead one batch before it starts the workers, and
+    rows that fit in it are done in this process, the same output as the workers give."""
+    from turnkit.batch import _engine
+
+    pools = []
+
+    class Counted(_engine._Pool):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pools.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(_engine, "_Pool", Counted)
+    source = _write_jsonl(tmp_path / "in.jsonl", [*_good_rows(5), "{not json", "", BAD_ROWS[1][0]])
+    shared = tbatch.render(source, tmp_path / "pool.jsonl", model=model, masks=True, batch_size=3, workers=2)
+    assert len(pools) == 1  # 7 rows, batches of 3: the workers start
+    alone = tbatch.render(source, tmp_path / "alone.jsonl", model=model, masks=True, batch_size=7, workers=2)
+    assert len(pools) == 1  # 7 rows, batches of 7: they do not
+    assert (alone.rows, alone.errors) == (shared.rows, shared.errors) == (7, 2)
+    assert (tmp_path / "alone.jsonl").read_bytes() == (tmp_path / "pool.jsonl").read_bytes()
+    _write_jsonl(source, [*_good_rows(5), "{not json", "", BAD_ROWS[1][0], *_good_rows(1)])
+    assert tbatch.render(source, tmp_path / "more.jsonl", model=model, batch_size=7, workers=2).rows == 8
+    assert len(pools) == 2  # one row more than a batch: they start
+
+
+def test_forked_workers_inherit_a_worker_that_ran_on_the_first_row(tmp_path: Path) -> None:
+    """Before it forks the workers, the run gives the worker the input's first row in this process: what a worker
+    builds on first use (imports, a template's checks, a tokenizer) is then inherited, not built in each worker."""
+    calls = []
+
+    class Counted(tbatch.Parser):
+        def rows(self, rows: Any) -> list[dict[str, Any]]:
+            calls.append(len(rows))
+            return super().rows(rows)
+
+    source = _write_jsonl(tmp_path / "in.jsonl", [{"generated_text": f"answer {i}"} for i in range(20)])
+    summary = tbatch.run(Counted("hermes"), source, tmp_path / "out.jsonl", workers=2, batch_size=4)
+    assert summary.rows == 20
+    assert calls == [1]  # here: the first row, once; every row in the workers
+
+
 @pytest.mark.parametrize(("method", "suffix"), [("spawn", ".jsonl"), ("forkserver", ".parquet")])
 def test_workers_started_without_fork_give_the_in_process_output(
     tmp_path: Path, model: Path, method: str, suffix: str

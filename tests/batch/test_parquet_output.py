@@ -124,6 +124,16 @@ def test_a_packed_table_is_the_same_table_and_much_smaller_to_pickle() -> None:
         assert len(pickle.dumps(Packed(table))) * 4 < len(pickle.dumps(table))
 
 
+def test_a_sent_record_batch_gives_the_batch_s_rows() -> None:
+    """Parquet input goes to a worker as an Arrow IPC stream: the rows it decodes are the record batch's."""
+    from turnkit.batch._io import Sent, decode_chunk
+
+    batch = pa.RecordBatch.from_pylist([*_rows(20), {"id": 99, "messages": None, "tools": "[]"}])
+    sent = pickle.loads(pickle.dumps(Sent(batch)))
+    assert decode_chunk(("parquet", sent, 0)) == decode_chunk(("parquet", batch, 0)) == batch.to_pylist()
+    assert decode_chunk(("parquet", sent, 0))[4]["messages"] == [{"role": "wizard", "content": "x"}]
+
+
 @pytest.mark.parametrize("codec", ["snappy", "zstd", "none"])
 def test_another_codec_writes_pyarrow_s_defaults_with_it_in_a_run_and_a_recovery(
     tmp_path: Path, model: Path, codec: str
@@ -191,3 +201,25 @@ def test_one_batch_of_parquet_rows_is_done_without_starting_workers(
     with pytest.raises(AssertionError, match="a pool was started"):  # one row more: the workers start
         pq.write_table(pa.Table.from_pylist(_rows(13)), source)
         tbatch.render(source, tmp_path / "three.parquet", model=model, masks=True, batch_size=12, workers=2)
+
+
+def test_the_pool_s_worker_thread_waits_without_spinning(
+    tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool's worker thread wakes when a worker exits or the pool's state changes, not while results sit in the
+    result pipe (the standard pool spins there: thousands of wake-ups a run, CPU and the GIL taken from the work)."""
+    import multiprocessing.pool
+
+    wakes = []
+    wait = multiprocessing.pool.Pool._wait_for_updates
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        wakes.append(1)
+        return wait(*args, **kwargs)
+
+    monkeypatch.setattr(multiprocessing.pool.Pool, "_wait_for_updates", staticmethod(counted))
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(_rows(400) * 5), source)
+    summary = tbatch.render(source, tmp_path / "out.parquet", model=model, masks=True, batch_size=50, workers=2)
+    assert summary.rows == 2000
+    assert len(wakes) <= 2000 // 50  # at most once a task (when no task is left in flight); 525 before

@@ -26,6 +26,7 @@ __all__ = [
     "Chunk",
     "Packed",
     "Part",
+    "Sent",
     "Sink",
     "Source",
     "conform",
@@ -224,6 +225,23 @@ class Packed:
         import pyarrow.ipc as ipc
 
         return ipc.open_stream(self.data).read_all()
+
+
+class Sent:
+    """A parquet record batch on its way to a worker process, as an Arrow IPC stream (not compressed: text, and a
+    pipe costs less than LZ4), decoded by :func:`decode_chunk` as the batch is. Pickled as it is, a batch of 256
+    chat rows cost the pool's task thread ~314 CPU-us and the worker ~37 to read back; as a stream ~22 and ~7."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, batch: Any) -> None:
+        self.data = ipc_stream(batch, compress=False)
+
+    def to_pylist(self) -> list[dict[str, Any]]:
+        import pyarrow.ipc as ipc
+
+        rows: list[dict[str, Any]] = ipc.open_stream(self.data).read_all().to_pylist()
+        return rows
 
 
 def write_part(payload: bytes, path: str) -> Part:

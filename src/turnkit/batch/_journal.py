@@ -97,15 +97,16 @@ _MARKER = _END = 8
 """Bytes before an IPC message's metadata (continuation marker, metadata size), and of the end-of-stream marker."""
 
 
-def ipc_stream(data: Any) -> bytes:
+def ipc_stream(data: Any, *, compress: bool = True) -> bytes:
     """A table or record batch as an Arrow IPC stream with LZ4-compressed buffers (uncompressed where pyarrow has
-    no LZ4): token columns are int64 lists of small numbers, ~50x their parquet size uncompressed, and compressed
-    they cost less CPU than the system calls that write them uncompressed (``bench/batch_journal.py``)."""
+    no LZ4, or without ``compress``): token columns are int64 lists of small numbers, ~50x their parquet size
+    uncompressed, and compressed they cost less CPU than the system calls that write them uncompressed
+    (``bench/batch_journal.py``)."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
     out = pa.BufferOutputStream()
-    options = ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4") else None)
+    options = ipc.IpcWriteOptions(compression="lz4" if compress and pa.Codec.is_available("lz4") else None)
     with ipc.new_stream(out, data.schema, options=options) as writer:
         writer.write(data)
     return bytes(out.getvalue().to_pybytes())
