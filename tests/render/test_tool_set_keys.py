@@ -115,3 +115,12 @@ def test_only_json_types_are_cached() -> None:
     for odd in ({"a": {1, 2}}, {"a": frozenset()}, {"a": b"x"}, {"a": bytearray(b"x")}, {"a": 1j}, {"a": ...}):
         assert tool_set_key([odd]) is not None
         assert tool_schemas([odd], set()) is not tool_schemas([odd], set())
+
+
+def test_a_new_tool_set_is_copied_once() -> None:
+    # strings made at run time have one reference until the private copy shares them (marshal flags an object
+    # referred to more than once): the entry is filed under the key the next render computes
+    tools = [{"type": "function", "function": {"name": "".join(["f", "1"]), "description": "".join(["d", "1"])}}]
+    first = tool_schemas(tools, set())
+    assert tool_schemas(tools, set()) is first
+    assert tool_schemas(tools, set()) is first
