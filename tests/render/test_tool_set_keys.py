@@ -9,6 +9,7 @@ the time its size takes; a tool set holding a buffer renders as itself, never as
 from __future__ import annotations
 
 import enum
+import json
 import marshal
 import time
 from typing import Any
@@ -117,10 +118,23 @@ def test_only_json_types_are_cached() -> None:
         assert tool_schemas([odd], set()) is not tool_schemas([odd], set())
 
 
-def test_a_new_tool_set_is_copied_once() -> None:
-    # strings made at run time have one reference until the private copy shares them (marshal flags an object
-    # referred to more than once): the entry is filed under the key the next render computes
-    tools = [{"type": "function", "function": {"name": "".join(["f", "1"]), "description": "".join(["d", "1"])}}]
-    first = tool_schemas(tools, set())
-    assert tool_schemas(tools, set()) is first
-    assert tool_schemas(tools, set()) is first
+@pytest.mark.parametrize("afresh", [False, True])
+def test_a_tool_set_misses_once_whether_it_is_the_same_objects_or_made_afresh(
+    afresh: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # strings parsed at run time have one reference until the private copy shares them (marshal flags an object
+    # referred to more than once): the entry is filed under the key of the same objects and of equal new ones
+    from turnkit.render import _inputs
+
+    texts = [
+        json.dumps([{"type": "function", "function": {"name": f"f{afresh}{n}", "description": "d"}}]) for n in (1, 2)
+    ]
+    misses: list[Any] = []
+    check = _inputs._json_types_only
+    monkeypatch.setattr(_inputs, "_json_types_only", lambda value: misses.append(value) or check(value))
+    tools = [json.loads(text) for text in texts]
+    first = [tool_schemas(one, set()) for one in tools]
+    for _ in range(3):  # two tool sets in turn: the last one met is never the one asked for
+        for text, one, copied in zip(texts, tools, first, strict=True):
+            assert tool_schemas(json.loads(text) if afresh else one, set()) is copied
+    assert len(misses) == 2

@@ -451,12 +451,15 @@ def _tool_set(tools: list[dict[Any, Any]]) -> tuple[list[Any], frozenset[int]] |
         _freeze(schemas)  # the list is as private as its schemas: a template's printing loop over it is remembered
         entry = (schemas, frozenset(ids))
         # the copy holds the caller's strings: one referred to once before now has a second reference, which
-        # marshal's reference flag shows, so the entry is filed under the key the next render will compute
-        key = tool_set_key(tools) or key
+        # marshal's reference flag shows. The entry is filed under both keys: the one these objects give from now
+        # on, and the one equal tools made afresh (parsed from each request) give.
+        again = tool_set_key(tools) or key
         with _TOOL_SETS_LOCK:  # renders in several threads evict from the same cache
-            while len(_TOOL_SETS) >= _TOOL_SETS_MAX:
+            while len(_TOOL_SETS) >= _TOOL_SETS_MAX - 1:
                 del _TOOL_SETS[next(iter(_TOOL_SETS))]
             entry = _TOOL_SETS.setdefault(key, entry)
+            _TOOL_SETS.setdefault(again, entry)
+        key = again
     _LAST_TOOL_SET = (key, entry)
     return entry
 
