@@ -196,3 +196,36 @@ def test_tokenizer_options_are_checked_unless_all_are_the_defaults(bad: dict[str
     ((name, value),) = bad.items()
     with pytest.raises(ArgumentTypeError, match=name):
         template.render(CHAT, **{name: value})
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"extra": "x", "bos_token": "<B>"}])
+@pytest.mark.parametrize("special", [{}, {"bos_token": "<s>", "tools": "shadowed", "range": "shadowed"}])
+def test_the_render_variables_are_the_merge_whichever_way_they_are_built(
+    special: dict[str, Any], kwargs: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # without extra variables the context's variables are a copy of a dict merged once per template, its render
+    # slots filled: the same keys, values and order as the per-render merge that extra variables take
+    from turnkit.render import _template
+
+    seen: list[dict[str, Any]] = []
+    run_in = _template._run_in
+
+    def spy(sandbox: Any, compiled: Any, parent: dict[str, Any], *rest: Any) -> str:
+        seen.append(dict(parent))
+        return run_in(sandbox, compiled, parent, *rest)
+
+    monkeypatch.setattr(_template, "_run_in", spy)
+    template = ChatTemplate("{{ messages[0].content }}{{ tools }}{{ bos_token }}", special_tokens=special)
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    for generation in (False, True):
+        template.render(CHAT, tools=tools, add_generation_prompt=generation, **kwargs)
+        expected = {
+            **template._sandbox.globals,
+            **special,
+            **kwargs,
+            "messages": CHAT,
+            "tools": tools,
+            "documents": None,
+            "add_generation_prompt": generation,
+        }
+        assert list(seen[-1].items()) == list(expected.items())

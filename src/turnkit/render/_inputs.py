@@ -12,6 +12,7 @@ import dataclasses
 import inspect
 import io
 import itertools
+import marshal
 import pickle
 import sys
 import threading
@@ -28,7 +29,6 @@ __all__ = [
     "WITH_NONE",
     "adopt",
     "alias_reasoning_fields",
-    "content_key",
     "frozen_json",
     "frozen_slot",
     "input_size",
@@ -38,6 +38,7 @@ __all__ = [
     "plain_messages",
     "too_deep",
     "tool_schemas",
+    "tool_set_key",
     "tools_key",
 ]
 
@@ -245,8 +246,9 @@ def _aliased(message: dict[Any, Any]) -> dict[Any, Any]:
 def tool_schemas(tools: Any, trusted: set[int] | None = None) -> list[Any] | None:
     """Plain JSON schemas for ``tools``: dicts are copied, Python functions and methods are converted (cached).
 
-    A list of JSON-schema dicts seen before (same content, by :func:`content_key`) gets the private copy made the
-    first time, so a server passing the same tools on every request pays for one pickle, not a walk and a copy.
+    A list of JSON-schema dicts seen before (same content, by :func:`tool_set_key`) gets the private copy made the
+    first time, so a server passing the same tools on every request pays for one ``marshal`` call, not a walk and
+    a copy.
     """
     if tools is None:
         return None
@@ -376,80 +378,71 @@ def tools_key(schemas: list[Any] | None) -> Any:
     return ("frozen tools", *serials)
 
 
-# pickled list of JSON-schema dicts -> (the private copy, ids of its containers); FIFO, bounded.
+# marshalled list of JSON-schema dicts -> (the private copy, ids of its containers); FIFO, bounded.
 _TOOL_SETS: dict[bytes, tuple[list[Any], frozenset[int]]] = {}
 _TOOL_SETS_MAX = 64
 _TOOL_SETS_LOCK = threading.Lock()
 _TOOL_SET_MAX_KEY = 1 << 18
+# the tool set met last (its key, its entry): a server passes the same tools on every request
+_LAST_TOOL_SET: tuple[bytes, tuple[list[Any], frozenset[int]] | None] = (b"", None)
+_JSON_TYPES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
 
 
-class _TooBig(Exception):
-    pass
+def tool_set_key(tools: list[Any]) -> bytes | None:
+    """The content of ``tools`` as bytes (``marshal``, version 4), or None when marshal refuses it or it is big.
 
-
-class _BoundedWriter:
-    """The file a content-only pickler writes to: it keeps what it is given and stops the dump past ``cap`` bytes.
-
-    The C pickler hands its file each 64 KB frame as it completes, so a value whose expansion is huge (``x = [x,
-    x]`` forty times: the pickler writes a shared part once per place it appears) stops within a frame of the cap.
+    marshal is one C call with no hook into the caller's code (a pickler calls back per frame and per foreign
+    object): it writes exact ``str``, ``int``, ``float`` (its bits), ``bool``, ``None``, ``dict`` (in order),
+    ``list`` and ``tuple`` each under its own code, refuses their subclasses, and writes a part met twice (a
+    shared part, a cycle) as a back-reference, so a huge expansion costs nothing. Its one inexactness, any
+    buffer (a ``bytearray``, a numpy value) written as ``bytes``, cannot reach a hit: only a key made from JSON
+    types alone is cached (:func:`_json_types_only`), and equal bytes decode to the same types at the same places.
+    A key also depends on which strings are interned and which objects the caller refers to twice: an equal tool
+    set keyed otherwise is only a miss.
     """
-
-    __slots__ = ("parts", "size", "cap")
-
-    def __init__(self, cap: int) -> None:
-        self.parts: list[bytes] = []
-        self.size = 0
-        self.cap = cap
-
-    def write(self, data: bytes) -> int:
-        self.size += len(data)
-        if self.size > self.cap:
-            raise _TooBig
-        self.parts.append(data)
-        return len(data)
-
-
-def content_key(value: Any, max_bytes: int) -> bytes | None:
-    """The content of ``value`` as bytes, or None when some of it is not exact built-in data (or expands past
-    ``max_bytes``): :func:`plain_key` without the back-references, so equal bytes mean the same types, values and
-    order once every shared part is written out where it appears (for values whose use copies them into a tree).
-
-    The pickler's memo is off (``fast``): for the bench's two tool schemas 1.95 against 2.51 CPU µs, bounded by the
-    writer instead.
-    """
-    idle = _IDLE.__dict__
-    pickler = idle.pop("content", None) or _ContentPickler(_BoundedWriter(max_bytes))
-    writer = pickler.writer
-    writer.cap = max_bytes
-    writer.size = 0
     try:
-        pickler.dump(value)
-    except (_NotPlain, _TooBig, pickle.PicklingError, ValueError, TypeError, RecursionError):
-        return None  # (that pickler is dropped: a dump cut short may leave a frame behind)
-    parts = writer.parts
-    key = parts[0] if len(parts) == 1 else b"".join(parts)
-    parts.clear()
-    idle["content"] = pickler
-    return key
+        key = marshal.dumps(tools, 4)
+    except ValueError:  # a type marshal does not write (a subclass, a function), or nested too deeply
+        return None
+    return key if len(key) <= _TOOL_SET_MAX_KEY else None
 
 
-class _ContentPickler(PlainPickler):
-    """A :class:`PlainPickler` with its memo off (``fast``), writing to a :class:`_BoundedWriter`."""
-
-    def __init__(self, writer: _BoundedWriter) -> None:
-        pickle.Pickler.__init__(self, writer, 5)
-        self.writer = writer
-        self.fast = True
+def _json_types_only(value: Any) -> bool:
+    """Whether every object in ``value``, keys included, is of an exact type of :data:`_JSON_TYPES` (a part met
+    twice is looked at once: shared parts and cycles cost no more than the value's size)."""
+    stack = [value]
+    seen: set[int] = set()
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind not in _JSON_TYPES:
+            return False
+        if kind is dict or kind is list or kind is tuple:
+            if id(item) in seen:
+                continue
+            seen.add(id(item))
+            if kind is dict:
+                stack += item.keys()
+                stack += item.values()
+            else:
+                stack += item
+    return True
 
 
 def _tool_set(tools: list[dict[Any, Any]]) -> tuple[list[Any], frozenset[int]] | None:
     # the private copy is a tree (plain_data writes a shared part out where it appears), so the content alone
     # decides it: sharing needs no key
-    key = content_key(tools, _TOOL_SET_MAX_KEY)
+    global _LAST_TOOL_SET
+    key = tool_set_key(tools)
     if key is None:
         return None
+    last = _LAST_TOOL_SET
+    if key == last[0]:  # (a comparison: looking the key up would hash its bytes first)
+        return last[1]
     entry = _TOOL_SETS.get(key)
     if entry is None:
+        if not _json_types_only(tools):
+            return None
         ids: set[int] = set()
         schemas = [plain_data(tool, ids) for tool in tools]
         ids.add(id(schemas))
@@ -457,10 +450,17 @@ def _tool_set(tools: list[dict[Any, Any]]) -> tuple[list[Any], frozenset[int]] |
             _freeze(schema)
         _freeze(schemas)  # the list is as private as its schemas: a template's printing loop over it is remembered
         entry = (schemas, frozenset(ids))
+        # the copy holds the caller's strings: one referred to once before now has a second reference, which
+        # marshal's reference flag shows. The entry is filed under both keys: the one these objects give from now
+        # on, and the one equal tools made afresh (parsed from each request) give.
+        again = tool_set_key(tools) or key
         with _TOOL_SETS_LOCK:  # renders in several threads evict from the same cache
-            while len(_TOOL_SETS) >= _TOOL_SETS_MAX:
+            while len(_TOOL_SETS) >= _TOOL_SETS_MAX - 1:
                 del _TOOL_SETS[next(iter(_TOOL_SETS))]
             entry = _TOOL_SETS.setdefault(key, entry)
+            _TOOL_SETS.setdefault(again, entry)
+        key = again
+    _LAST_TOOL_SET = (key, entry)
     return entry
 
 

@@ -78,6 +78,7 @@ class ChatTemplate:
         "limits",
         "_sandbox",
         "_plain_special",
+        "_parent",
         "_tokenizer",
         "_memos",
     )
@@ -101,6 +102,9 @@ class ChatTemplate:
         self._sandbox: TemplateSandbox = sandbox_for(self.limits, fragments=prefix_cache)
         self._special: dict[str, Any] = dict(special_tokens or {})
         self._plain_special: dict[str, Any] = _plain(self._special)
+        # what _render_chat merges for a render without extra variables, the render's own slots left to fill: a
+        # copy of a finished dict costs less than the merge (the globals never change once the sandbox is built)
+        self._parent: dict[str, Any] = {**self._sandbox.globals, **self._plain_special, **_RENDER_SLOTS}
         self._compiled: dict[str, jinja2.Template | TemplateError] = {}
         # per template name: the memo of rendered prompts (None: the template's output is not a function of its
         # input, e.g. it reads the clock); see _render_memo
@@ -443,7 +447,12 @@ class ChatTemplate:
         if continue_final_message:
             final_message = _tag_final_message(messages, source, continue_final_message)
         # the context's variables: the sandbox's globals and the render's in one merge (see _run_in)
-        parent = {**self._sandbox.globals, **extra, "messages": messages, **shared}
+        if extra is self._plain_special:
+            parent = self._parent.copy()
+            parent["messages"] = messages
+            parent.update(shared)
+        else:
+            parent = {**self._sandbox.globals, **extra, "messages": messages, **shared}
         pieces = (extra, messages, shared)
         text = _run_in(self._sandbox, compiled, parent, trusted, _chat_input_size, pieces)
         tracker = TRACKER.get()
@@ -464,6 +473,8 @@ class ChatTemplate:
 
 
 _UNKNOWN: Any = object()
+# the variables every chat render sets, in the order _render_chat sets them (``shared`` holds the last three)
+_RENDER_SLOTS = dict.fromkeys(("messages", "tools", "documents", "add_generation_prompt"))
 _SEQUENCE = (list, tuple)  # a tuple of types: ``list | tuple`` would build a union object on every render
 # What makes a render's output change from one call to the next (the clock, the random generators) or depend
 # on more than the input's content (``is sameas`` tests identity). A template whose text mentions one (even in
