@@ -218,3 +218,40 @@ def test_top_level_names_are_not_exported() -> None:
     assert render_template_string(source, {}) == "ABC"
     with pytest.raises(TemplateError):
         render_template_string("{% import 'x' as y %}{{ y }}", {})
+
+
+@pytest.mark.reference
+def test_tojson_of_an_input_container_is_the_shared_encoders_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``x | tojson`` of a container of the render's input (a tool call's arguments) is written inline by the shared
+    encoder; a template-made value, and a private tool schema whose text is not kept yet, take the filter (which
+    keeps the schema's text for the next render)."""
+    encoded: list[Any] = []
+    real = _sandbox._TREE_ENCODER
+    monkeypatch.setattr(_sandbox, "_TREE_ENCODER", lambda value, level: encoded.append(value) or real(value, level))
+    source = (
+        "{% for m in messages %}{% for c in m.tool_calls or [] %}{{ c.function.arguments | tojson }}|"
+        "{{ {'made': c.function.name} | tojson }}|{{ [c.id] | tojson }}|{% endfor %}{% endfor %}"
+        "{% for t in tools %}{{ t | tojson }}|{% endfor %}{{ 'inline tree encoder' }}"
+    )
+    assert "tk_tree_encoder(" in _compiled(source)
+    arguments = {"location": "Paris", "days": [1, 2.5, None, True], "nested": {"é": "\ud800"}}
+    chat = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": arguments}}]},
+    ]
+    tool = {"type": "function", "function": {"name": "inline_tree_encoder", "parameters": {}}}
+    ours = ChatTemplate(source).render(chat, tools=[tool])
+    assert ours == reference_render(copy.deepcopy(chat), source, tools=[tool])[1]
+    assert encoded == [arguments]  # the arguments (adopted as they are), neither the made dict nor list
+    slot = frozen_json(tool_schemas([tool], set())[0])
+    assert slot is not None and (False, None, None, False) in slot[1]  # the filter kept the schema's text
+
+
+def test_tojson_of_a_long_input_container_is_charged() -> None:
+    source = "{% for i in range(40) %}{{ messages[0].content | tojson }}{% endfor %}"
+    assert "tk_tree_encoder(" in _compiled(source)
+    chat = [{"role": "user", "content": ["x" * 5000]}]
+    assert len(ChatTemplate(source).render(chat)) == 40 * 5004
+    with pytest.raises(TemplateError) as caught:
+        ChatTemplate(source, limits=Limits(max_render_bytes=100_000)).render(chat)
+    assert caught.value.code == "template_memory"

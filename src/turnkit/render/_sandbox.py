@@ -21,7 +21,7 @@ from functools import update_wrapper
 from io import StringIO
 from itertools import chain, repeat
 from pprint import pformat
-from types import BuiltinMethodType, MethodType
+from types import BuiltinMethodType, MethodType, SimpleNamespace
 from typing import Any
 
 import jinja2
@@ -313,6 +313,10 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("from turnkit.render._sandbox import _NO_LOOP_VARS as tk_no_vars")
         self.writeline("from turnkit.render._sandbox import _CaptureBuffer as tk_capture_buffer")
         self.writeline("from turnkit.render._sandbox import _NO_SLOT as tk_no_slot, _NO_TEXT as tk_no_text")
+        self.writeline("from turnkit.render._sandbox import _TREE_ENCODER as tk_tree_encoder")
+        self.writeline("from turnkit.render._sandbox import _NO_BUDGET as tk_no_budget")
+        self.writeline("from turnkit.render._budget import current_budget as tk_current_budget")
+        self.writeline("tk_join = ''.join")
 
     def pull_dependencies(self, nodes: Iterable[nodes.Node]) -> None:
         # jinja2 looks each filter and test up at every render, in a ``try`` per name (a missing one fails when
@@ -952,6 +956,16 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.write(tests[0][1])
         for head, tail in tests[1:]:
             self.write(f"{head}{tmp}{tail}")
+        if arguments == _JSON_DEFAULTS and _TREE_ENCODER is not None:
+            # a container of the render's input (a tool call's arguments), no private schema (whose text the filter
+            # keeps, the first test having found none for these arguments yet): the shared encoder's text, charged
+            # when long, as the filter writes it (the schema test ran first, so a dict has its slot read)
+            encoded = self.temporary_identifier()
+            self.write(
+                f"({encoded} if len({encoded} := tk_join(tk_tree_encoder({tmp}, 0))) < {_FREE_BYTES} "
+                f"else environment.charged({encoded})) if id({tmp}) in (tk_current_budget() or tk_no_budget).trusted "
+                f"and (type({tmp}) is not dict or {slot}[0] is not {tmp}) else "
+            )
         held = _internal_name(tmp, node.lineno)
         self._fallback(
             nodes.Filter(held, "tojson", node.args, node.kwargs, None, None, lineno=node.lineno), frame, printed
@@ -1211,6 +1225,8 @@ _NO_SLOT: tuple[Any, dict[Any, Any]] = (_ABSENT, {})
 """What an inline ``tojson`` reads for an object that is no private tool schema: its value is no template's object."""
 _NO_TEXT = ("", 0, math.inf)
 """What an inline ``tojson`` reads for a schema whose text for the arguments is not built yet: it never fits."""
+_NO_BUDGET = SimpleNamespace(trusted=frozenset())
+"""What an inline ``tojson`` reads the trusted containers of when no render is in progress: none."""
 
 
 def _raise_exception(message: Any) -> None:
@@ -1667,10 +1683,13 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
                         # the third item is what the code generator's inline read tests against the size limit:
                         # the estimate, or infinity for a text long enough to be charged (see _tojson above)
                         frozen[1][args] = (result, estimate, estimate if len(result) < _FREE_BYTES else math.inf)
-        if len(result) >= _FREE_BYTES:
-            self.check_size(len(result), "tojson")
-            self.charge(_nbytes(result))
-        return result
+        return self.charged(result) if len(result) >= _FREE_BYTES else result
+
+    def charged(self, text: str) -> str:
+        """``text``, a long ``tojson`` result, once its size is checked and charged to the render."""
+        self.check_size(len(text), "tojson")
+        self.charge(_nbytes(text))
+        return text
 
     def _range(self, *args: Any) -> range:
         result = range(*args)
