@@ -255,3 +255,27 @@ def test_tojson_of_a_long_input_container_is_charged() -> None:
     with pytest.raises(TemplateError) as caught:
         ChatTemplate(source, limits=Limits(max_render_bytes=100_000)).render(chat)
     assert caught.value.code == "template_memory"
+
+
+@pytest.mark.reference
+def test_tests_of_a_bare_variable_read_its_local() -> None:
+    """``x is defined / undefined / none / string`` of a variable that may be unset test its local (no undefined
+    value built): unset, ``None``, an undefined value, a ``str`` subclass (Markup), a string, a bool, a loop
+    variable, a macro's parameters with and without a default."""
+    tests = "{{ X is defined }}{{ X is undefined }}{{ X is none }}{{ X is string }}{{ X is not defined }}|"
+    source = (
+        "{% if add_generation_prompt is defined %}{% set u = messages.nope %}{% set mk = '<b>' | safe %}"
+        "{% set s = 'text' %}{% set n = none %}{% endif %}"
+        + "".join(tests.replace("X", name) for name in ("a", "tools", "u", "mk", "s", "n", "add_generation_prompt"))
+        + "{% for m in messages %}"
+        + tests.replace("X", "m")
+        + "{% endfor %}{% macro f(p, q=none) %}"
+        + tests.replace("X", "p")
+        + tests.replace("X", "q")
+        + "{% endmacro %}{{ f() }}{{ f(1, 'q') }}{{ f(none) }}"
+    )
+    code = _compiled(source)
+    assert "(l_0_a is not missing and not isinstance(l_0_a, Undefined))" in code
+    assert "undefined(name='u')" not in code and "undefined(name='p')" not in code
+    _matches_transformers(source)
+    _matches_transformers(source, tools=None)

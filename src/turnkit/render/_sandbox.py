@@ -93,6 +93,14 @@ _INLINE_TESTS: dict[str, tuple[str, str]] = {
     "undefined": ("isinstance(", ", Undefined)"),
     "none": ("(", " is None)"),
 }
+# The same tests of a variable, on its local (``{0}``), which holds jinja2's ``missing`` where a read would build an
+# undefined value: what the test returns for that value, without building it.
+_MISSING_TESTS: dict[str, str] = {
+    "string": "isinstance({0}, str)",
+    "defined": "({0} is not missing and not isinstance({0}, Undefined))",
+    "undefined": "({0} is missing or isinstance({0}, Undefined))",
+    "none": "({0} is None)",
+}
 _PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
 _JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)
 _JSON_DEFAULTS = (False, None, None, False)  # ``tojson``'s (ensure_ascii, indent, separators, sort_keys) defaults
@@ -994,6 +1002,11 @@ class _GuardedCodeGenerator(CodeGenerator):
             or self.environment.tests.get(node.name) is not jinja_tests.TESTS[node.name]
         ):
             super().visit_Test(node, frame)
+            return
+        if isinstance(node.node, nodes.Name) and node.node.ctx == "load":
+            # a variable: its local, tested for ``missing`` where jinja2 would build an undefined value of it (of
+            # an ``Undefined`` subclass, as jinja2 requires, which cannot be a ``str``)
+            self.write(_MISSING_TESTS[node.name].format(frame.symbols.ref(node.node.name)))
             return
         self.write(inline[0])
         self.visit(node.node, frame)
