@@ -279,3 +279,26 @@ def test_tests_of_a_bare_variable_read_its_local() -> None:
     assert "undefined(name='u')" not in code and "undefined(name='p')" not in code
     _matches_transformers(source)
     _matches_transformers(source, tools=None)
+
+
+@pytest.mark.reference
+def test_tests_of_an_item_read_a_missing_key_as_missing() -> None:
+    """``m.x is defined / undefined / none / string`` of a dict's item tests ``missing`` for a missing key (no
+    undefined value built); present, ``None``, Markup, list and undefined items, a namespace's attribute, a
+    string's, a loop property, an item of an item, and a kept item read before and after the test."""
+    tests = "{{ X is defined }}{{ X is undefined }}{{ X is none }}{{ X is string }}{{ X is not defined }}|"
+    items = ["m.content", "m['content']", "m.name", "m.nope", "m.role.x", "m['role']['upper']", "loop.previtem"]
+    made = ["d.mk", "d['n']", "d.u", "d.x", "ns.a", "ns.b", "s.x", "s['upper']"]
+    source = (
+        "{% set ns = namespace(a=none) %}{% set d = {'mk': '<b>' | safe, 'n': none, 'u': ns.nope} %}"
+        "{% set s = 'text' %}"
+        + "".join(tests.replace("X", item) for item in made)
+        + "{% for m in messages %}{{ m.content if m.content is string }}"
+        + "".join(tests.replace("X", item) for item in items)
+        + "{{ m.content if m.content is string }}{% endfor %}"
+    )
+    assert "'content' in l_1_m else missing)" in _compiled(source)
+    conversations = [CHAT, [{"role": "user", "content": None, "name": "n"}, {"role": "tool"}]]
+    assert [_ours(source, chat)[0] for chat in conversations] == ["ok", "ok"]
+    for chat in conversations:
+        _matches_transformers(source, chat)

@@ -93,12 +93,13 @@ _INLINE_TESTS: dict[str, tuple[str, str]] = {
     "undefined": ("isinstance(", ", Undefined)"),
     "none": ("(", " is None)"),
 }
-# The same tests of a variable, on its local (``{0}``), which holds jinja2's ``missing`` where a read would build an
-# undefined value: what the test returns for that value, without building it.
+# The same tests of a variable's local, or of a dict's item read as ``missing`` for a missing key (``{0}`` the first
+# time, ``{1}`` after), which holds jinja2's ``missing`` where a read would build an undefined value: what the test
+# returns for that value, without building it.
 _MISSING_TESTS: dict[str, str] = {
     "string": "isinstance({0}, str)",
-    "defined": "({0} is not missing and not isinstance({0}, Undefined))",
-    "undefined": "({0} is missing or isinstance({0}, Undefined))",
+    "defined": "({0} is not missing and not isinstance({1}, Undefined))",
+    "undefined": "({0} is missing or isinstance({1}, Undefined))",
     "none": "({0} is None)",
 }
 _PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
@@ -251,6 +252,8 @@ class _GuardedCodeGenerator(CodeGenerator):
         self._finalized: list[tuple[Any, StringIO] | None] = []
         self._print_node: nodes.Expr | None = None  # the printed expression, until a fast path takes its test
         self._print_tmps: list[str] = []
+        # the item read whose value an inline test takes (see visit_Test): a dict's missing key reads as ``missing``
+        self._tested: nodes.Node | None = None
         # the ``loop`` variables of the loops being compiled, innermost last: (its Python name, and for a plain
         # loop the local holding its sequence: its ``loop`` is the position in a list or tuple, see _loops); the next
         # loop header's kind
@@ -697,7 +700,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             if flag is not None:
                 self.write(")")
         elif attr not in _DICT_ATTRIBUTES:
-            self._dict_item(node.node, attr, frame, "getattr", self._kept_items.get(id(node)))
+            self._dict_item(node.node, attr, frame, "getattr", self._kept_items.get(id(node)), self._tested is node)
         else:
             super().visit_Getattr(node, frame)
 
@@ -718,7 +721,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             key = None
         tmp = self.temporary_identifier()
         if type(key) is str and key not in _DICT_ATTRIBUTES:
-            self._dict_item(node.node, key, frame, "getitem", self._kept_items.get(id(node)))
+            self._dict_item(node.node, key, frame, "getitem", self._kept_items.get(id(node)), self._tested is node)
         elif type(key) is int:
             self.write(f"({tmp}[{key!r}] if type({tmp} := ")
             self.visit(node.node, frame)
@@ -729,12 +732,19 @@ class _GuardedCodeGenerator(CodeGenerator):
             super().visit_Getitem(node, frame)
 
     def _dict_item(
-        self, node: nodes.Expr, key: str, frame: Frame, hook: str, kept: tuple[str, str] | None = None
+        self,
+        node: nodes.Expr,
+        key: str,
+        frame: Frame,
+        hook: str,
+        kept: tuple[str, str] | None = None,
+        tested: bool = False,
     ) -> None:
         """A dict's item, or the undefined value the sandbox gives for a missing key that is no dict attribute.
 
         ``kept``: the locals holding the last dict this read found the key in and its item (see _loops): the same
-        dict object again is answered with that item.
+        dict object again is answered with that item. ``tested``: an inline test takes the value (see visit_Test),
+        and is given ``missing`` for that undefined value.
         """
         exact = self._exact_dict(node, frame)
         if exact is not None:
@@ -752,7 +762,7 @@ class _GuardedCodeGenerator(CodeGenerator):
                     f"({value} if {exact} is {owner} else ({value} := {exact}[{key!r}]) if {key!r} in {exact} and "
                     f"({owner} := {exact}) is {exact} else "
                 )
-            self.write(f"environment.undefined(obj={exact}, name={key!r}))")
+            self.write("missing)" if tested else f"environment.undefined(obj={exact}, name={key!r}))")
             return
         tmp, is_dict = self.temporary_identifier(), self.temporary_identifier()
         if kept is None and hook == "getattr" and key[:1] != "_" and getattr(node, "name", None) in self._namespaces:
@@ -779,7 +789,8 @@ class _GuardedCodeGenerator(CodeGenerator):
                 f") is {owner} else ({value} := {tmp}[{key!r}]) if ({is_dict} := type({tmp}) is dict) and "
                 f"{key!r} in {tmp} and ({owner} := {tmp}) is {tmp} else "
             )
-        self.write(f"environment.undefined(obj={tmp}, name={key!r}) if {is_dict} else ")
+        absent = "missing" if tested else f"environment.undefined(obj={tmp}, name={key!r})"
+        self.write(f"{absent} if {is_dict} else ")
         if hook == "getattr" and key[:1] != "_":
             # ``ns.system``: a plain value of a namespace, what TemplateSandbox.getattr returns for it
             item = self.temporary_identifier()
@@ -1006,7 +1017,19 @@ class _GuardedCodeGenerator(CodeGenerator):
         if isinstance(node.node, nodes.Name) and node.node.ctx == "load":
             # a variable: its local, tested for ``missing`` where jinja2 would build an undefined value of it (of
             # an ``Undefined`` subclass, as jinja2 requires, which cannot be a ``str``)
-            self.write(_MISSING_TESTS[node.name].format(frame.symbols.ref(node.node.name)))
+            ref = frame.symbols.ref(node.node.name)
+            self.write(_MISSING_TESTS[node.name].format(ref, ref))
+            return
+        if isinstance(node.node, (nodes.Getitem, nodes.Getattr)):
+            # an item: read with ``missing`` for a dict's missing key (any other read is unchanged), written aside
+            tmp, outer, self.stream = self.temporary_identifier(), self.stream, StringIO()
+            self._tested = node.node
+            try:
+                self.visit(node.node, frame)
+            finally:
+                self._tested, code, self.stream = None, self.stream.getvalue(), outer
+            test = _MISSING_TESTS[node.name]
+            self.write(test.format(f"({tmp} := {code})" if "{1}" in test else code, tmp))
             return
         self.write(inline[0])
         self.visit(node.node, frame)
