@@ -302,3 +302,29 @@ def test_tests_of_an_item_read_a_missing_key_as_missing() -> None:
     assert [_ours(source, chat)[0] for chat in conversations] == ["ok", "ok"]
     for chat in conversations:
         _matches_transformers(source, chat)
+
+
+@pytest.mark.reference
+def test_an_item_tested_for_truth_reads_a_missing_key_as_none() -> None:
+    """A dict's missing key read where only an ``if`` tests its truth (through ``not``, ``and``, ``or`` and inline
+    ``if``) is ``None``, as false as the undefined value; a value printed, set, joined, filtered or tested is still the
+    undefined value."""
+    source = (
+        "{% for m in messages %}{% if m.nope %}1{% elif not m.nope and (m.role or m.nope) %}2{% endif %}"
+        "{{ 'a' if m.nope or m['content'] else 'b' }}{{ 'c' if not (m.name and m.nope) }}"
+        "[{{ m.nope or m.name }}][{{ m.nope and m.name }}]{% set x = m.nope or m.nope %}[{{ x }}]"
+        "{% if m.name or m.nope %}[{{ x if x else m.nope }}]{% endif %}{% if m.nope or (m.nope ~ '') %}3{% endif %}"
+        "{% if m.nope is defined or m.nope | default('') %}4{% endif %}{% endfor %}"
+    )
+    assert "'nope' in l_1_m else None" in _compiled(source)
+    _matches_transformers(source)
+    _matches_transformers(source, [{"role": "user", "content": ""}, {"role": "tool", "name": "n"}])
+
+
+def test_items_tested_for_truth_keep_an_undefined_class_that_refuses_it() -> None:
+    source = "{% for m in messages %}{% if m.nope %}yes{% endif %}{% endfor %}"
+    sandbox = _sandbox.TemplateSandbox()
+    sandbox.undefined = jinja2.StrictUndefined
+    assert "else None" not in sandbox.compile(source, raw=True)
+    with pytest.raises(jinja2.UndefinedError):
+        sandbox.from_string(source).render(messages=[{"role": "user"}])

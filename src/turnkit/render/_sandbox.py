@@ -33,7 +33,7 @@ from jinja2 import tests as jinja_tests
 from jinja2.compiler import CodeGenerator, DependencyFinderVisitor, Frame, find_undeclared, optimizeconst
 from jinja2.idtracking import VAR_LOAD_ALIAS, VAR_LOAD_RESOLVE, VAR_LOAD_UNDEFINED
 from jinja2.nodes import EvalContext
-from jinja2.runtime import Context, LoopContext, Macro
+from jinja2.runtime import Context, LoopContext, Macro, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
 from jinja2.utils import Namespace, generate_lorem_ipsum, missing
 from jinja2.visitor import NodeTransformer
@@ -254,6 +254,15 @@ class _GuardedCodeGenerator(CodeGenerator):
         self._print_tmps: list[str] = []
         # the item read whose value an inline test takes (see visit_Test): a dict's missing key reads as ``missing``
         self._tested: nodes.Node | None = None
+        # the ids of the expressions whose value only an ``if`` tests for truth: a dict's missing key reads as
+        # ``None`` there, as false as the undefined value (when the environment's undefined values are false)
+        self._truth: set[int] = set()
+        if self.environment.undefined.__bool__ is Undefined.__bool__:
+            for test in chain(
+                (branch.test for branch in node.find_all(nodes.If)),
+                (cond.test for cond in node.find_all(nodes.CondExpr)),
+            ):
+                self._mark_truth(test)
         # the ``loop`` variables of the loops being compiled, innermost last: (its Python name, and for a plain
         # loop the local holding its sequence: its ``loop`` is the position in a list or tuple, see _loops); the next
         # loop header's kind
@@ -328,6 +337,15 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("from turnkit.render._sandbox import _NO_BUDGET as tk_no_budget")
         self.writeline("from turnkit.render._budget import current_budget as tk_current_budget")
         self.writeline("tk_join = ''.join")
+
+    def _mark_truth(self, node: nodes.Node) -> None:
+        """Note ``node`` as tested for truth only, and the operands of ``not``, ``and`` and ``or`` in it."""
+        self._truth.add(id(node))
+        if isinstance(node, nodes.Not):
+            self._mark_truth(node.node)
+        elif isinstance(node, nodes.And | nodes.Or):
+            self._mark_truth(node.left)
+            self._mark_truth(node.right)
 
     def pull_dependencies(self, nodes: Iterable[nodes.Node]) -> None:
         # jinja2 looks each filter and test up at every render, in a ``try`` per name (a missing one fails when
@@ -700,7 +718,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             if flag is not None:
                 self.write(")")
         elif attr not in _DICT_ATTRIBUTES:
-            self._dict_item(node.node, attr, frame, "getattr", self._kept_items.get(id(node)), self._tested is node)
+            self._dict_item(node.node, attr, frame, "getattr", self._kept_items.get(id(node)), self._absent(node))
         else:
             super().visit_Getattr(node, frame)
 
@@ -721,7 +739,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             key = None
         tmp = self.temporary_identifier()
         if type(key) is str and key not in _DICT_ATTRIBUTES:
-            self._dict_item(node.node, key, frame, "getitem", self._kept_items.get(id(node)), self._tested is node)
+            self._dict_item(node.node, key, frame, "getitem", self._kept_items.get(id(node)), self._absent(node))
         elif type(key) is int:
             self.write(f"({tmp}[{key!r}] if type({tmp} := ")
             self.visit(node.node, frame)
@@ -738,13 +756,13 @@ class _GuardedCodeGenerator(CodeGenerator):
         frame: Frame,
         hook: str,
         kept: tuple[str, str] | None = None,
-        tested: bool = False,
+        absent: str | None = None,
     ) -> None:
         """A dict's item, or the undefined value the sandbox gives for a missing key that is no dict attribute.
 
         ``kept``: the locals holding the last dict this read found the key in and its item (see _loops): the same
-        dict object again is answered with that item. ``tested``: an inline test takes the value (see visit_Test),
-        and is given ``missing`` for that undefined value.
+        dict object again is answered with that item. ``absent``: what to read instead of that undefined value
+        (see :meth:`_absent`).
         """
         exact = self._exact_dict(node, frame)
         if exact is not None:
@@ -762,7 +780,7 @@ class _GuardedCodeGenerator(CodeGenerator):
                     f"({value} if {exact} is {owner} else ({value} := {exact}[{key!r}]) if {key!r} in {exact} and "
                     f"({owner} := {exact}) is {exact} else "
                 )
-            self.write("missing)" if tested else f"environment.undefined(obj={exact}, name={key!r}))")
+            self.write(f"{absent or f'environment.undefined(obj={exact}, name={key!r})'})")
             return
         tmp, is_dict = self.temporary_identifier(), self.temporary_identifier()
         if kept is None and hook == "getattr" and key[:1] != "_" and getattr(node, "name", None) in self._namespaces:
@@ -789,8 +807,7 @@ class _GuardedCodeGenerator(CodeGenerator):
                 f") is {owner} else ({value} := {tmp}[{key!r}]) if ({is_dict} := type({tmp}) is dict) and "
                 f"{key!r} in {tmp} and ({owner} := {tmp}) is {tmp} else "
             )
-        absent = "missing" if tested else f"environment.undefined(obj={tmp}, name={key!r})"
-        self.write(f"{absent} if {is_dict} else ")
+        self.write(f"{absent or f'environment.undefined(obj={tmp}, name={key!r})'} if {is_dict} else ")
         if hook == "getattr" and key[:1] != "_":
             # ``ns.system``: a plain value of a namespace, what TemplateSandbox.getattr returns for it
             item = self.temporary_identifier()
@@ -799,6 +816,13 @@ class _GuardedCodeGenerator(CodeGenerator):
                 f"'_Namespace__attrs').get({key!r}, tk_unset)) in tk_plain_values else "
             )
         self.write(f"environment.{hook}({tmp}, {key!r}))")
+
+    def _absent(self, node: nodes.Node) -> str | None:
+        """What a read of a dict's missing key gives where ``node`` is read: ``missing`` for an inline test (see
+        visit_Test), ``None`` where only its truth matters, else None (the undefined value)."""
+        if self._tested is node:
+            return "missing"
+        return "None" if id(node) in self._truth else None
 
     def visit_Call(self, node: nodes.Call, frame: Frame, forward_caller: bool = False) -> None:
         # ``message.get('x', [])`` on a dict, ``content.strip()`` on a str: the method itself. Only with
