@@ -328,3 +328,18 @@ def test_items_tested_for_truth_keep_an_undefined_class_that_refuses_it() -> Non
     assert "else None" not in sandbox.compile(source, raw=True)
     with pytest.raises(jinja2.UndefinedError):
         sandbox.from_string(source).render(messages=[{"role": "user"}])
+
+
+@pytest.mark.reference
+def test_type_tests_of_plain_values_are_decided_by_their_type() -> None:
+    """``x is mapping / iterable / sequence`` of each plain type, and of values of other types (Markup, an undefined
+    value, a namespace, a loop, a range), which take jinja2's function."""
+    values = ["m", "m.content", "m.nope", "loop", "range(2)", "ns", "'<b>' | safe", "1", "1.5", "true", "none", "(1,)"]
+    tests = "".join(f"{{{{ X is {name} }}}}{{{{ X is not {name} }}}}" for name in ("mapping", "iterable", "sequence"))
+    source = (
+        "{% set ns = namespace(a=1) %}{% for m in messages %}"
+        + "|".join(tests.replace("X", f"({value})") for value in values)
+        + "\n{% endfor %}"
+    )
+    assert "in tk_plain_values else t_" in _compiled(source)
+    _matches_transformers(source)

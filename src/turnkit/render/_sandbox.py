@@ -103,6 +103,14 @@ _MISSING_TESTS: dict[str, str] = {
     "none": "({0} is None)",
 }
 _PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
+# Tests whose answer for a value of a type of _PLAIN_VALUES is decided by the type alone (``{0}``: the value; what
+# jinja2's function returns: a ``Mapping``; ``iter()`` works; ``len()`` and ``__getitem__`` exist).
+_TYPE_TESTS: dict[str, str] = {
+    "mapping": "type({0}) is dict",
+    "iterable": "type({0}) in tk_containers",
+    "sequence": "type({0}) in tk_containers",
+}
+_CONTAINERS = frozenset({str, dict, list, tuple})
 _JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)
 _JSON_DEFAULTS = (False, None, None, False)  # ``tojson``'s (ensure_ascii, indent, separators, sort_keys) defaults
 _encode_str = json.encoder.encode_basestring
@@ -329,6 +337,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("from turnkit.render._sandbox import _TemplateNamespace as tk_namespace")
         self.writeline("from turnkit.render._sandbox import _new_namespace as tk_new_namespace")
         self.writeline("from turnkit.render._sandbox import _PLAIN_VALUES as tk_plain_values")
+        self.writeline("from turnkit.render._sandbox import _CONTAINERS as tk_containers")
         self.writeline("tk_getattribute = object.__getattribute__")
         self.writeline("from turnkit.render._sandbox import _NO_LOOP_VARS as tk_no_vars")
         self.writeline("from turnkit.render._sandbox import _CaptureBuffer as tk_capture_buffer")
@@ -1027,7 +1036,7 @@ class _GuardedCodeGenerator(CodeGenerator):
     @optimizeconst
     def visit_Test(self, node: nodes.Test, frame: Frame) -> None:
         # ``x is string``, ``x is defined``...: the expression jinja2's own test function evaluates.
-        inline = _INLINE_TESTS.get(node.name)
+        inline = _INLINE_TESTS.get(node.name) or _TYPE_TESTS.get(node.name)
         if (
             inline is None
             or node.args
@@ -1037,6 +1046,13 @@ class _GuardedCodeGenerator(CodeGenerator):
             or self.environment.tests.get(node.name) is not jinja_tests.TESTS[node.name]
         ):
             super().visit_Test(node, frame)
+            return
+        if type(inline) is str:
+            # ``x is mapping``...: the answer for a plain value's type, the test function for any other value
+            tmp = self.temporary_identifier()
+            self.write(f"({inline.format(tmp)} if type({tmp} := ")
+            self.visit(node.node, frame)
+            self.write(f") in tk_plain_values else {self.tests[node.name]}({tmp}))")
             return
         if isinstance(node.node, nodes.Name) and node.node.ctx == "load":
             # a variable: its local, tested for ``missing`` where jinja2 would build an undefined value of it (of
