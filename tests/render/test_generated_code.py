@@ -218,3 +218,128 @@ def test_top_level_names_are_not_exported() -> None:
     assert render_template_string(source, {}) == "ABC"
     with pytest.raises(TemplateError):
         render_template_string("{% import 'x' as y %}{{ y }}", {})
+
+
+@pytest.mark.reference
+def test_tojson_of_an_input_container_is_the_shared_encoders_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``x | tojson`` of a container of the render's input (a tool call's arguments) is written inline by the shared
+    encoder; a template-made value, and a private tool schema whose text is not kept yet, take the filter (which
+    keeps the schema's text for the next render)."""
+    encoded: list[Any] = []
+    real = _sandbox._TREE_ENCODER
+    monkeypatch.setattr(_sandbox, "_TREE_ENCODER", lambda value, level: encoded.append(value) or real(value, level))
+    source = (
+        "{% for m in messages %}{% for c in m.tool_calls or [] %}{{ c.function.arguments | tojson }}|"
+        "{{ {'made': c.function.name} | tojson }}|{{ [c.id] | tojson }}|{% endfor %}{% endfor %}"
+        "{% for t in tools %}{{ t | tojson }}|{% endfor %}{{ 'inline tree encoder' }}"
+    )
+    assert "tk_tree_encoder(" in _compiled(source)
+    arguments = {"location": "Paris", "days": [1, 2.5, None, True], "nested": {"é": "\ud800"}}
+    chat = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": arguments}}]},
+    ]
+    tool = {"type": "function", "function": {"name": "inline_tree_encoder", "parameters": {}}}
+    ours = ChatTemplate(source).render(chat, tools=[tool])
+    assert ours == reference_render(copy.deepcopy(chat), source, tools=[tool])[1]
+    assert encoded == [arguments]  # the arguments (adopted as they are), neither the made dict nor list
+    slot = frozen_json(tool_schemas([tool], set())[0])
+    assert slot is not None and (False, None, None, False) in slot[1]  # the filter kept the schema's text
+
+
+def test_tojson_of_a_long_input_container_is_charged() -> None:
+    source = "{% for i in range(40) %}{{ messages[0].content | tojson }}{% endfor %}"
+    assert "tk_tree_encoder(" in _compiled(source)
+    chat = [{"role": "user", "content": ["x" * 5000]}]
+    assert len(ChatTemplate(source).render(chat)) == 40 * 5004
+    with pytest.raises(TemplateError) as caught:
+        ChatTemplate(source, limits=Limits(max_render_bytes=100_000)).render(chat)
+    assert caught.value.code == "template_memory"
+
+
+@pytest.mark.reference
+def test_tests_of_a_bare_variable_read_its_local() -> None:
+    """``x is defined / undefined / none / string`` of a variable that may be unset test its local (no undefined
+    value built): unset, ``None``, an undefined value, a ``str`` subclass (Markup), a string, a bool, a loop
+    variable, a macro's parameters with and without a default."""
+    tests = "{{ X is defined }}{{ X is undefined }}{{ X is none }}{{ X is string }}{{ X is not defined }}|"
+    source = (
+        "{% if add_generation_prompt is defined %}{% set u = messages.nope %}{% set mk = '<b>' | safe %}"
+        "{% set s = 'text' %}{% set n = none %}{% endif %}"
+        + "".join(tests.replace("X", name) for name in ("a", "tools", "u", "mk", "s", "n", "add_generation_prompt"))
+        + "{% for m in messages %}"
+        + tests.replace("X", "m")
+        + "{% endfor %}{% macro f(p, q=none) %}"
+        + tests.replace("X", "p")
+        + tests.replace("X", "q")
+        + "{% endmacro %}{{ f() }}{{ f(1, 'q') }}{{ f(none) }}"
+    )
+    code = _compiled(source)
+    assert "(l_0_a is not missing and not isinstance(l_0_a, Undefined))" in code
+    assert "undefined(name='u')" not in code and "undefined(name='p')" not in code
+    _matches_transformers(source)
+    _matches_transformers(source, tools=None)
+
+
+@pytest.mark.reference
+def test_tests_of_an_item_read_a_missing_key_as_missing() -> None:
+    """``m.x is defined / undefined / none / string`` of a dict's item tests ``missing`` for a missing key (no
+    undefined value built); present, ``None``, Markup, list and undefined items, a namespace's attribute, a
+    string's, a loop property, an item of an item, and a kept item read before and after the test."""
+    tests = "{{ X is defined }}{{ X is undefined }}{{ X is none }}{{ X is string }}{{ X is not defined }}|"
+    items = ["m.content", "m['content']", "m.name", "m.nope", "m.role.x", "m['role']['upper']", "loop.previtem"]
+    made = ["d.mk", "d['n']", "d.u", "d.x", "ns.a", "ns.b", "s.x", "s['upper']"]
+    source = (
+        "{% set ns = namespace(a=none) %}{% set d = {'mk': '<b>' | safe, 'n': none, 'u': ns.nope} %}"
+        "{% set s = 'text' %}"
+        + "".join(tests.replace("X", item) for item in made)
+        + "{% for m in messages %}{{ m.content if m.content is string }}"
+        + "".join(tests.replace("X", item) for item in items)
+        + "{{ m.content if m.content is string }}{% endfor %}"
+    )
+    assert "'content' in l_1_m else missing)" in _compiled(source)
+    conversations = [CHAT, [{"role": "user", "content": None, "name": "n"}, {"role": "tool"}]]
+    assert [_ours(source, chat)[0] for chat in conversations] == ["ok", "ok"]
+    for chat in conversations:
+        _matches_transformers(source, chat)
+
+
+@pytest.mark.reference
+def test_an_item_tested_for_truth_reads_a_missing_key_as_none() -> None:
+    """A dict's missing key read where only an ``if`` tests its truth (through ``not``, ``and``, ``or`` and inline
+    ``if``) is ``None``, as false as the undefined value; a value printed, set, joined, filtered or tested is still the
+    undefined value."""
+    source = (
+        "{% for m in messages %}{% if m.nope %}1{% elif not m.nope and (m.role or m.nope) %}2{% endif %}"
+        "{{ 'a' if m.nope or m['content'] else 'b' }}{{ 'c' if not (m.name and m.nope) }}"
+        "[{{ m.nope or m.name }}][{{ m.nope and m.name }}]{% set x = m.nope or m.nope %}[{{ x }}]"
+        "{% if m.name or m.nope %}[{{ x if x else m.nope }}]{% endif %}{% if m.nope or (m.nope ~ '') %}3{% endif %}"
+        "{% if m.nope is defined or m.nope | default('') %}4{% endif %}{% endfor %}"
+    )
+    assert "'nope' in l_1_m else None" in _compiled(source)
+    _matches_transformers(source)
+    _matches_transformers(source, [{"role": "user", "content": ""}, {"role": "tool", "name": "n"}])
+
+
+def test_items_tested_for_truth_keep_an_undefined_class_that_refuses_it() -> None:
+    source = "{% for m in messages %}{% if m.nope %}yes{% endif %}{% endfor %}"
+    sandbox = _sandbox.TemplateSandbox()
+    sandbox.undefined = jinja2.StrictUndefined
+    assert "else None" not in sandbox.compile(source, raw=True)
+    with pytest.raises(jinja2.UndefinedError):
+        sandbox.from_string(source).render(messages=[{"role": "user"}])
+
+
+@pytest.mark.reference
+def test_type_tests_of_plain_values_are_decided_by_their_type() -> None:
+    """``x is mapping / iterable / sequence`` of each plain type, and of values of other types (Markup, an undefined
+    value, a namespace, a loop, a range), which take jinja2's function."""
+    values = ["m", "m.content", "m.nope", "loop", "range(2)", "ns", "'<b>' | safe", "1", "1.5", "true", "none", "(1,)"]
+    tests = "".join(f"{{{{ X is {name} }}}}{{{{ X is not {name} }}}}" for name in ("mapping", "iterable", "sequence"))
+    source = (
+        "{% set ns = namespace(a=1) %}{% for m in messages %}"
+        + "|".join(tests.replace("X", f"({value})") for value in values)
+        + "\n{% endfor %}"
+    )
+    assert "in tk_plain_values else t_" in _compiled(source)
+    _matches_transformers(source)

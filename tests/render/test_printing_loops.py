@@ -90,7 +90,7 @@ def test_a_tool_set_loop_is_remembered_and_prints_the_same(source: str) -> None:
     memos = _memos(template)
     assert memos and all(len(memo) == 1 for memo in memos)
     (entry,) = memos[0].values()
-    assert entry[0] is tool_schemas(TOOLS, set())  # the tool set's private list, and what it printed
+    assert entry[0] is tool_schemas(copy.deepcopy(TOOLS), set())  # the tool set's private list, and what it printed
     assert template.render(CHAT, tools=copy.deepcopy(TOOLS)) == first == expected
     # another tool set: another list, another entry; a tool set changed in place, another again
     tools = copy.deepcopy(TOOLS)

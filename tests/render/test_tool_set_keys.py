@@ -138,3 +138,14 @@ def test_a_tool_set_misses_once_whether_it_is_the_same_objects_or_made_afresh(
         for text, one, copied in zip(texts, tools, first, strict=True):
             assert tool_schemas(json.loads(text) if afresh else one, set()) is copied
     assert len(misses) == 2
+
+
+def test_the_private_copy_shares_no_string_with_the_callers_tools() -> None:
+    # a string of the caller's referred to once stays so: the same objects key as they did before the first render
+    tools = json.loads(json.dumps([{"type": "function", "function": {"name": "private", "description": "d" * 40}}]))
+    key = tool_set_key(tools)
+    copied = tool_schemas(tools, set())
+    assert copied == tools and copied is not tools
+    assert copied[0]["function"]["description"] is not tools[0]["function"]["description"]
+    assert tool_set_key(tools) == key
+    assert tool_schemas(tools, set()) is copied

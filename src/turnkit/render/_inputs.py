@@ -444,15 +444,14 @@ def _tool_set(tools: list[dict[Any, Any]]) -> tuple[list[Any], frozenset[int]] |
         if not _json_types_only(tools):
             return None
         ids: set[int] = set()
-        schemas = [plain_data(tool, ids) for tool in tools]
-        ids.add(id(schemas))
+        schemas = _private_copy(key, ids)
         for schema in schemas:
             _freeze(schema)
         _freeze(schemas)  # the list is as private as its schemas: a template's printing loop over it is remembered
         entry = (schemas, frozenset(ids))
-        # the copy holds the caller's strings: one referred to once before now has a second reference, which
-        # marshal's reference flag shows. The entry is filed under both keys: the one these objects give from now
-        # on, and the one equal tools made afresh (parsed from each request) give.
+        # A string of the caller's that the copy still shares (an interned one, a one-character one) may now have
+        # a second reference, which marshal's reference flag shows. The entry is filed under both keys: the one
+        # these objects give from now on, and the one equal tools made afresh (parsed from each request) give.
         again = tool_set_key(tools) or key
         with _TOOL_SETS_LOCK:  # renders in several threads evict from the same cache
             while len(_TOOL_SETS) >= _TOOL_SETS_MAX - 1:
@@ -462,6 +461,15 @@ def _tool_set(tools: list[dict[Any, Any]]) -> tuple[list[Any], frozenset[int]] |
         key = again
     _LAST_TOOL_SET = (key, entry)
     return entry
+
+
+def _private_copy(key: bytes, ids: set[int]) -> list[Any]:
+    """The tool set marshalled as ``key``, rebuilt as a tree (see :func:`plain_data`) of its own objects, strings
+    included: a string of the caller's referred to once stays so, so marshal keys it without an entry in its
+    reference table on every later render (marshal interns what it read interned, as the caller's was)."""
+    schemas = [plain_data(tool, ids) for tool in marshal.loads(key)]
+    ids.add(id(schemas))
+    return schemas
 
 
 # shared schema object (from the tools package's cache) -> (that object, its plain copy, ids of the copy's

@@ -21,7 +21,7 @@ from functools import update_wrapper
 from io import StringIO
 from itertools import chain, repeat
 from pprint import pformat
-from types import BuiltinMethodType, MethodType
+from types import BuiltinMethodType, MethodType, SimpleNamespace
 from typing import Any
 
 import jinja2
@@ -33,7 +33,7 @@ from jinja2 import tests as jinja_tests
 from jinja2.compiler import CodeGenerator, DependencyFinderVisitor, Frame, find_undeclared, optimizeconst
 from jinja2.idtracking import VAR_LOAD_ALIAS, VAR_LOAD_RESOLVE, VAR_LOAD_UNDEFINED
 from jinja2.nodes import EvalContext
-from jinja2.runtime import Context, LoopContext, Macro
+from jinja2.runtime import Context, LoopContext, Macro, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
 from jinja2.utils import Namespace, generate_lorem_ipsum, missing
 from jinja2.visitor import NodeTransformer
@@ -93,7 +93,24 @@ _INLINE_TESTS: dict[str, tuple[str, str]] = {
     "undefined": ("isinstance(", ", Undefined)"),
     "none": ("(", " is None)"),
 }
+# The same tests of a variable's local, or of a dict's item read as ``missing`` for a missing key (``{0}`` the first
+# time, ``{1}`` after), which holds jinja2's ``missing`` where a read would build an undefined value: what the test
+# returns for that value, without building it.
+_MISSING_TESTS: dict[str, str] = {
+    "string": "isinstance({0}, str)",
+    "defined": "({0} is not missing and not isinstance({1}, Undefined))",
+    "undefined": "({0} is missing or isinstance({1}, Undefined))",
+    "none": "({0} is None)",
+}
 _PLAIN_VALUES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
+# Tests whose answer for a value of a type of _PLAIN_VALUES is decided by the type alone (``{0}``: the value; what
+# jinja2's function returns: a ``Mapping``; ``iter()`` works; ``len()`` and ``__getitem__`` exist).
+_TYPE_TESTS: dict[str, str] = {
+    "mapping": "type({0}) is dict",
+    "iterable": "type({0}) in tk_containers",
+    "sequence": "type({0}) in tk_containers",
+}
+_CONTAINERS = frozenset({str, dict, list, tuple})
 _JSON_ENCODER = json.JSONEncoder(ensure_ascii=False)
 _JSON_DEFAULTS = (False, None, None, False)  # ``tojson``'s (ensure_ascii, indent, separators, sort_keys) defaults
 _encode_str = json.encoder.encode_basestring
@@ -243,6 +260,17 @@ class _GuardedCodeGenerator(CodeGenerator):
         self._finalized: list[tuple[Any, StringIO] | None] = []
         self._print_node: nodes.Expr | None = None  # the printed expression, until a fast path takes its test
         self._print_tmps: list[str] = []
+        # the item read whose value an inline test takes (see visit_Test): a dict's missing key reads as ``missing``
+        self._tested: nodes.Node | None = None
+        # the ids of the expressions whose value only an ``if`` tests for truth: a dict's missing key reads as
+        # ``None`` there, as false as the undefined value (when the environment's undefined values are false)
+        self._truth: set[int] = set()
+        if self.environment.undefined.__bool__ is Undefined.__bool__:
+            for test in chain(
+                (branch.test for branch in node.find_all(nodes.If)),
+                (cond.test for cond in node.find_all(nodes.CondExpr)),
+            ):
+                self._mark_truth(test)
         # the ``loop`` variables of the loops being compiled, innermost last: (its Python name, and for a plain
         # loop the local holding its sequence: its ``loop`` is the position in a list or tuple, see _loops); the next
         # loop header's kind
@@ -309,10 +337,24 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("from turnkit.render._sandbox import _TemplateNamespace as tk_namespace")
         self.writeline("from turnkit.render._sandbox import _new_namespace as tk_new_namespace")
         self.writeline("from turnkit.render._sandbox import _PLAIN_VALUES as tk_plain_values")
+        self.writeline("from turnkit.render._sandbox import _CONTAINERS as tk_containers")
         self.writeline("tk_getattribute = object.__getattribute__")
         self.writeline("from turnkit.render._sandbox import _NO_LOOP_VARS as tk_no_vars")
         self.writeline("from turnkit.render._sandbox import _CaptureBuffer as tk_capture_buffer")
         self.writeline("from turnkit.render._sandbox import _NO_SLOT as tk_no_slot, _NO_TEXT as tk_no_text")
+        self.writeline("from turnkit.render._sandbox import _TREE_ENCODER as tk_tree_encoder")
+        self.writeline("from turnkit.render._sandbox import _NO_BUDGET as tk_no_budget")
+        self.writeline("from turnkit.render._budget import current_budget as tk_current_budget")
+        self.writeline("tk_join = ''.join")
+
+    def _mark_truth(self, node: nodes.Node) -> None:
+        """Note ``node`` as tested for truth only, and the operands of ``not``, ``and`` and ``or`` in it."""
+        self._truth.add(id(node))
+        if isinstance(node, nodes.Not):
+            self._mark_truth(node.node)
+        elif isinstance(node, nodes.And | nodes.Or):
+            self._mark_truth(node.left)
+            self._mark_truth(node.right)
 
     def pull_dependencies(self, nodes: Iterable[nodes.Node]) -> None:
         # jinja2 looks each filter and test up at every render, in a ``try`` per name (a missing one fails when
@@ -685,7 +727,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             if flag is not None:
                 self.write(")")
         elif attr not in _DICT_ATTRIBUTES:
-            self._dict_item(node.node, attr, frame, "getattr", self._kept_items.get(id(node)))
+            self._dict_item(node.node, attr, frame, "getattr", self._kept_items.get(id(node)), self._absent(node))
         else:
             super().visit_Getattr(node, frame)
 
@@ -706,7 +748,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             key = None
         tmp = self.temporary_identifier()
         if type(key) is str and key not in _DICT_ATTRIBUTES:
-            self._dict_item(node.node, key, frame, "getitem", self._kept_items.get(id(node)))
+            self._dict_item(node.node, key, frame, "getitem", self._kept_items.get(id(node)), self._absent(node))
         elif type(key) is int:
             self.write(f"({tmp}[{key!r}] if type({tmp} := ")
             self.visit(node.node, frame)
@@ -717,12 +759,19 @@ class _GuardedCodeGenerator(CodeGenerator):
             super().visit_Getitem(node, frame)
 
     def _dict_item(
-        self, node: nodes.Expr, key: str, frame: Frame, hook: str, kept: tuple[str, str] | None = None
+        self,
+        node: nodes.Expr,
+        key: str,
+        frame: Frame,
+        hook: str,
+        kept: tuple[str, str] | None = None,
+        absent: str | None = None,
     ) -> None:
         """A dict's item, or the undefined value the sandbox gives for a missing key that is no dict attribute.
 
         ``kept``: the locals holding the last dict this read found the key in and its item (see _loops): the same
-        dict object again is answered with that item.
+        dict object again is answered with that item. ``absent``: what to read instead of that undefined value
+        (see :meth:`_absent`).
         """
         exact = self._exact_dict(node, frame)
         if exact is not None:
@@ -740,7 +789,7 @@ class _GuardedCodeGenerator(CodeGenerator):
                     f"({value} if {exact} is {owner} else ({value} := {exact}[{key!r}]) if {key!r} in {exact} and "
                     f"({owner} := {exact}) is {exact} else "
                 )
-            self.write(f"environment.undefined(obj={exact}, name={key!r}))")
+            self.write(f"{absent or f'environment.undefined(obj={exact}, name={key!r})'})")
             return
         tmp, is_dict = self.temporary_identifier(), self.temporary_identifier()
         if kept is None and hook == "getattr" and key[:1] != "_" and getattr(node, "name", None) in self._namespaces:
@@ -767,7 +816,7 @@ class _GuardedCodeGenerator(CodeGenerator):
                 f") is {owner} else ({value} := {tmp}[{key!r}]) if ({is_dict} := type({tmp}) is dict) and "
                 f"{key!r} in {tmp} and ({owner} := {tmp}) is {tmp} else "
             )
-        self.write(f"environment.undefined(obj={tmp}, name={key!r}) if {is_dict} else ")
+        self.write(f"{absent or f'environment.undefined(obj={tmp}, name={key!r})'} if {is_dict} else ")
         if hook == "getattr" and key[:1] != "_":
             # ``ns.system``: a plain value of a namespace, what TemplateSandbox.getattr returns for it
             item = self.temporary_identifier()
@@ -776,6 +825,13 @@ class _GuardedCodeGenerator(CodeGenerator):
                 f"'_Namespace__attrs').get({key!r}, tk_unset)) in tk_plain_values else "
             )
         self.write(f"environment.{hook}({tmp}, {key!r}))")
+
+    def _absent(self, node: nodes.Node) -> str | None:
+        """What a read of a dict's missing key gives where ``node`` is read: ``missing`` for an inline test (see
+        visit_Test), ``None`` where only its truth matters, else None (the undefined value)."""
+        if self._tested is node:
+            return "missing"
+        return "None" if id(node) in self._truth else None
 
     def visit_Call(self, node: nodes.Call, frame: Frame, forward_caller: bool = False) -> None:
         # ``message.get('x', [])`` on a dict, ``content.strip()`` on a str: the method itself. Only with
@@ -952,6 +1008,16 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.write(tests[0][1])
         for head, tail in tests[1:]:
             self.write(f"{head}{tmp}{tail}")
+        if arguments == _JSON_DEFAULTS and _TREE_ENCODER is not None:
+            # a container of the render's input (a tool call's arguments), no private schema (whose text the filter
+            # keeps, the first test having found none for these arguments yet): the shared encoder's text, charged
+            # when long, as the filter writes it (the schema test ran first, so a dict has its slot read)
+            encoded = self.temporary_identifier()
+            self.write(
+                f"({encoded} if len({encoded} := tk_join(tk_tree_encoder({tmp}, 0))) < {_FREE_BYTES} "
+                f"else environment.charged({encoded})) if id({tmp}) in (tk_current_budget() or tk_no_budget).trusted "
+                f"and (type({tmp}) is not dict or {slot}[0] is not {tmp}) else "
+            )
         held = _internal_name(tmp, node.lineno)
         self._fallback(
             nodes.Filter(held, "tojson", node.args, node.kwargs, None, None, lineno=node.lineno), frame, printed
@@ -970,7 +1036,7 @@ class _GuardedCodeGenerator(CodeGenerator):
     @optimizeconst
     def visit_Test(self, node: nodes.Test, frame: Frame) -> None:
         # ``x is string``, ``x is defined``...: the expression jinja2's own test function evaluates.
-        inline = _INLINE_TESTS.get(node.name)
+        inline = _INLINE_TESTS.get(node.name) or _TYPE_TESTS.get(node.name)
         if (
             inline is None
             or node.args
@@ -980,6 +1046,30 @@ class _GuardedCodeGenerator(CodeGenerator):
             or self.environment.tests.get(node.name) is not jinja_tests.TESTS[node.name]
         ):
             super().visit_Test(node, frame)
+            return
+        if type(inline) is str:
+            # ``x is mapping``...: the answer for a plain value's type, the test function for any other value
+            tmp = self.temporary_identifier()
+            self.write(f"({inline.format(tmp)} if type({tmp} := ")
+            self.visit(node.node, frame)
+            self.write(f") in tk_plain_values else {self.tests[node.name]}({tmp}))")
+            return
+        if isinstance(node.node, nodes.Name) and node.node.ctx == "load":
+            # a variable: its local, tested for ``missing`` where jinja2 would build an undefined value of it (of
+            # an ``Undefined`` subclass, as jinja2 requires, which cannot be a ``str``)
+            ref = frame.symbols.ref(node.node.name)
+            self.write(_MISSING_TESTS[node.name].format(ref, ref))
+            return
+        if isinstance(node.node, (nodes.Getitem, nodes.Getattr)):
+            # an item: read with ``missing`` for a dict's missing key (any other read is unchanged), written aside
+            tmp, outer, self.stream = self.temporary_identifier(), self.stream, StringIO()
+            self._tested = node.node
+            try:
+                self.visit(node.node, frame)
+            finally:
+                self._tested, code, self.stream = None, self.stream.getvalue(), outer
+            test = _MISSING_TESTS[node.name]
+            self.write(test.format(f"({tmp} := {code})" if "{1}" in test else code, tmp))
             return
         self.write(inline[0])
         self.visit(node.node, frame)
@@ -1211,6 +1301,8 @@ _NO_SLOT: tuple[Any, dict[Any, Any]] = (_ABSENT, {})
 """What an inline ``tojson`` reads for an object that is no private tool schema: its value is no template's object."""
 _NO_TEXT = ("", 0, math.inf)
 """What an inline ``tojson`` reads for a schema whose text for the arguments is not built yet: it never fits."""
+_NO_BUDGET = SimpleNamespace(trusted=frozenset())
+"""What an inline ``tojson`` reads the trusted containers of when no render is in progress: none."""
 
 
 def _raise_exception(message: Any) -> None:
@@ -1667,10 +1759,13 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
                         # the third item is what the code generator's inline read tests against the size limit:
                         # the estimate, or infinity for a text long enough to be charged (see _tojson above)
                         frozen[1][args] = (result, estimate, estimate if len(result) < _FREE_BYTES else math.inf)
-        if len(result) >= _FREE_BYTES:
-            self.check_size(len(result), "tojson")
-            self.charge(_nbytes(result))
-        return result
+        return self.charged(result) if len(result) >= _FREE_BYTES else result
+
+    def charged(self, text: str) -> str:
+        """``text``, a long ``tojson`` result, once its size is checked and charged to the render."""
+        self.check_size(len(text), "tojson")
+        self.charge(_nbytes(text))
+        return text
 
     def _range(self, *args: Any) -> range:
         result = range(*args)
