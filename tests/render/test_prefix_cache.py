@@ -504,3 +504,44 @@ def test_traces_published_by_threads_at_once_stay_exact() -> None:
         sys.setswitchinterval(interval)
     assert not failures
     assert _traces(warm)
+
+
+def test_a_trace_grows_in_an_order_a_reader_in_another_thread_can_follow() -> None:
+    """A run in another thread matches a published trace's copies (and keys), then reads its entries and future
+    positions: the owner adds a future position before its entry, and an entry before its key and its copy."""
+    from turnkit.render._fragments import Resume
+
+    broken: list[str] = []
+
+    class Watched(Resume):
+        __slots__ = ()
+
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            if self.scope is None:
+                return
+            owner = self
+
+            class Entries(list):  # type: ignore[type-arg]
+                def append(self, entry: Any) -> None:
+                    if entry[3] and len(self) not in owner.future:
+                        broken.append("an entry before its future position")
+                    super().append(entry)
+
+            class Copies(list):  # type: ignore[type-arg]
+                def append(self, copy: Any) -> None:
+                    if len(owner.entries) <= len(self) or owner.keys is not None and len(owner.keys) <= len(self):
+                        broken.append("a copy before its entry or key")
+                    super().append(copy)
+
+            self.entries, self.copies = Entries(self.entries), Copies(self.copies)
+
+    source = "{% for m in messages %}{% if m %}{{ m | tojson }}{% if loop.last %}.{% endif %}{% endif %}{% endfor %}"
+    warm = ChatTemplate(source, prefix_cache=True)
+    warm.render(CHAT)
+    warm._compiled["default"].root_render_func.__globals__["tk_resume"] = Watched
+    for end in (1, 2, 3, 2, 3):
+        assert warm.render(CHAT[:end]) == ChatTemplate(source).render(CHAT[:end])
+        warm._memos.clear()
+    assert _traces(warm)[0].keys is not None  # (the body shows the order: keys are kept too)
+    assert not broken
