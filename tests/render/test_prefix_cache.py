@@ -318,7 +318,7 @@ def test_names_the_body_binds_before_reading_them_are_not_keyed() -> None:
         "{% endfor %}"
     )
     code = sandbox_for(DEFAULT_LIMITS, fragments=True).compile(source, raw=True)
-    assert "fragment_resume(tk_fragments_0, ()," in code
+    assert "tk_resume(tk_fragments_0, ()," in code
     assert "resolve('c')" not in code and "resolve('d')" not in code
     warm = ChatTemplate(source, prefix_cache=True)
     assert warm.render(CHAT) == warm.render(CHAT) == ChatTemplate(source).render(CHAT) == "abc"
@@ -444,3 +444,104 @@ def test_two_conversations_served_in_turn_each_find_their_own_run() -> None:
     first = _traces(warm)[1].entries  # conversation one's, published before two's
     assert warm.render(one) == cold.render(one)
     assert all(a is b for a, b in zip(_traces(warm)[0].entries[: len(first)], first, strict=True))
+
+
+def test_a_tool_call_changed_in_a_nested_field_is_not_matched() -> None:
+    """A message with tool calls is matched by its exact key part: a nested value changed in place, or a nested
+    dict's keys reordered (which ``tojson`` shows), runs the body again."""
+    source = (
+        "{% for m in messages %}{% if m.tool_calls %}{{ m.tool_calls[0].function.arguments | tojson }}"
+        "{% else %}{{ m.content }}{% endif %};{% endfor %}"
+    )
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    arguments: dict[str, Any] = {"city": "Paris", "unit": "c"}
+    call = {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": arguments}}]}
+    chat: list[dict[str, Any]] = [{"role": "user", "content": "a"}, call]
+    assert warm.render(chat) == cold.render(chat)
+    for change in ("value", "order"):
+        if change == "value":
+            arguments["city"] = "Lyon"
+        else:
+            arguments.pop("city")
+            arguments["city"] = "Lyon"  # the same content, the keys in another order
+        grown = [*chat, {"role": "user", "content": change}]
+        assert warm.render(grown) == cold.render(grown)
+        assert "Lyon" in warm.render(grown)
+
+
+def test_traces_published_by_threads_at_once_stay_exact() -> None:
+    """Runs publish their traces without a lock: a race may drop a trace (the last store wins), never mix two.
+    Threads render conversations that share a prefix and grow differently; every render equals a cold one."""
+    import sys
+    import threading
+
+    source = (
+        "{% for m in messages %}{% if m %}{{ loop.index }}{{ m.content }}{% if loop.last %}.{% endif %};{% endif %}"
+        "{% endfor %}"
+    )
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    system = {"role": "system", "content": "s"}
+    failures: list[Any] = []
+
+    def serve(thread: int) -> None:
+        chat = [system]
+        for turn in range(30):
+            chat = [*chat, {"role": "user", "content": f"{turn % 3}"}]  # what other threads render too
+            if turn % (4 + thread) == 3:
+                chat = chat[:2]  # start over
+            if warm.render(chat) != cold.render(chat):
+                failures.append((thread, chat))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible, inside the runs' own code too
+    try:
+        threads = [threading.Thread(target=serve, args=(n,)) for n in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures
+    assert _traces(warm)
+
+
+def test_a_trace_grows_in_an_order_a_reader_in_another_thread_can_follow() -> None:
+    """A run in another thread matches a published trace's copies (and keys), then reads its entries and future
+    positions: the owner adds a future position before its entry, and an entry before its key and its copy."""
+    from turnkit.render._fragments import Resume
+
+    broken: list[str] = []
+
+    class Watched(Resume):
+        __slots__ = ()
+
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            if self.scope is None:
+                return
+            owner = self
+
+            class Entries(list):  # type: ignore[type-arg]
+                def append(self, entry: Any) -> None:
+                    if entry[3] and len(self) not in owner.future:
+                        broken.append("an entry before its future position")
+                    super().append(entry)
+
+            class Copies(list):  # type: ignore[type-arg]
+                def append(self, copy: Any) -> None:
+                    if len(owner.entries) <= len(self) or owner.keys is not None and len(owner.keys) <= len(self):
+                        broken.append("a copy before its entry or key")
+                    super().append(copy)
+
+            self.entries, self.copies = Entries(self.entries), Copies(self.copies)
+
+    source = "{% for m in messages %}{% if m %}{{ m | tojson }}{% if loop.last %}.{% endif %}{% endif %}{% endfor %}"
+    warm = ChatTemplate(source, prefix_cache=True)
+    warm.render(CHAT)
+    warm._compiled["default"].root_render_func.__globals__["tk_resume"] = Watched
+    for end in (1, 2, 3, 2, 3):
+        assert warm.render(CHAT[:end]) == ChatTemplate(source).render(CHAT[:end])
+        warm._memos.clear()
+    assert _traces(warm)[0].keys is not None  # (the body shows the order: keys are kept too)
+    assert not broken

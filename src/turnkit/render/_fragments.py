@@ -31,19 +31,19 @@ list like any other, and its slice of the list, joined, is kept; a remembered on
 from __future__ import annotations
 
 import pickle
-import threading
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from itertools import repeat
-from operator import and_, eq, itemgetter
+from functools import partial
+from itertools import compress, count, islice, repeat
+from operator import is_not, itemgetter, ne
 from typing import Any
 
 import jinja2.nodes as nodes
 from jinja2.runtime import Macro, Undefined
 from jinja2.utils import Namespace
 
-from turnkit.render._budget import UPFRONT, RenderBudget
+from turnkit.render._budget import UPFRONT, current_budget
 from turnkit.render._inputs import PlainPickler, frozen_json, plain_key
 from turnkit.render._loops import loop_properties
 from turnkit.render._memo import FifoMemo
@@ -57,7 +57,6 @@ __all__ = [
     "LoopTraces",
     "Resumable",
     "Resume",
-    "Trace",
     "TraceEntry",
     "as_fragment",
     "fragment_loops",
@@ -583,45 +582,52 @@ def fragment_memo() -> FifoMemo[FragmentEntry]:
 _MAX_TRACES = 4
 _TRACE_BYTES = _MEMO_BYTES // _MAX_TRACES
 _STR = frozenset({str})
-_SIZE = itemgetter(5)
+_SIZE = itemgetter(4)
 
-TraceEntry = tuple[str, int, int, int, Any, int]
+TraceEntry = tuple[str, int, int, int, int]
 """A remembered iteration of a resumable loop: its text, the loop iterations and bytes it charged, the
-:data:`FUTURE` bits of the properties it read, its item's key part (None when the trace keeps a copy of the item
-instead) and about how many bytes it holds."""
+:data:`FUTURE` bits of the properties it read, and about how many bytes it and its item's copy hold."""
 
 
-class Trace:
-    """One run of a resumable loop: the key part of the names its body reads (``scope``), how many items it had,
-    and per position an entry (None: not remembered; matching stops there), the copy of its item when that is a
-    dict of strings (else None) and that copy's keys in order (None when the body cannot see the order);
-    ``future``: the positions whose entry read a :data:`FUTURE` property."""
+class _Part:
+    """The trace's copy of an item that is not a dict of strings: its exact key part (:func:`key_part`).
 
-    __slots__ = ("scope", "length", "entries", "copies", "keys", "future", "size")
+    The hit test compares the render's items with the copies in C (``item != copy``); for this copy Python
+    reflects the comparison here, with an item known to be one of the render's plain inputs (a container of exact
+    built-in types, see render._inputs), whose key part is its pickle, or a private tool schema's serial number."""
 
-    def __init__(self, scope: tuple[Any, ...], length: int, prefix: Trace | None, k: int) -> None:
-        self.scope, self.length = scope, length
-        if prefix is None:
-            self.entries: list[TraceEntry | None] = []
-            self.copies: list[dict[str, str] | None] = []
-            self.keys: list[list[str] | None] = []
-            self.future: list[int] = []
-            self.size = 0
-            return
-        self.entries, self.copies, self.keys = prefix.entries[:k], prefix.copies[:k], prefix.keys[:k]
-        self.future = [i for i in prefix.future if i < k]
-        self.size = sum(map(_SIZE, filter(None, self.entries)))
+    __slots__ = ("part",)
+
+    def __init__(self, part: Any) -> None:
+        self.part = part
+
+    def __ne__(self, item: object) -> bool:
+        part = self.part
+        if type(part) is bytes:
+            return pickle.dumps(item, 5) != part
+        slot = frozen_json(item)
+        return slot is None or ("tool schema", slot[2]) != part
+
+    def __eq__(self, item: object) -> bool:
+        return not self.__ne__(item)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class LoopTraces:
-    """A resumable loop's memo: the traces of its last few runs (most recent first), each replaced by the run that
-    continued it, so that a few conversations served in turn each find theirs."""
+    """A resumable loop's memo: the traces (:class:`Resume`) of its last few runs, most recent first, each
+    replaced by the run that continued it, so that a few conversations served in turn each find theirs.
 
-    __slots__ = ("traces", "_lock")
+    Published without a lock: a run builds a new list and assigns it (one atomic store), and a published trace is
+    only ever extended by its own run, each list in an order that keeps it consistent for a reader (see
+    :meth:`Resume.keep`). Two runs publishing at once may drop one of their traces (the last store wins): a
+    later run then misses and runs its iterations, never replays a wrong text."""
 
-    def __init__(self) -> None:
-        self.traces: list[Trace] = []
-        self._lock = threading.Lock()
+    __slots__ = ("traces", "pickler")
+
+    def __init__(self, pickler: type[_KeyPickler]) -> None:
+        self.traces: list[Resume] = []
+        self.pickler = pickler
 
     @property
     def entries(self) -> list[TraceEntry]:
@@ -629,14 +635,9 @@ class LoopTraces:
         seen = {id(entry): entry for trace in self.traces for entry in trace.entries if entry is not None}
         return list(seen.values())
 
-    def publish(self, trace: Trace, continued: Trace | None) -> None:
-        with self._lock:
-            others = [old for old in self.traces if old is not continued]
-            self.traces = [trace, *others[: _MAX_TRACES - 1]]
-
 
 class Resume:
-    """One run of a loop remembered by position (a plain variable's list, see :class:`Resumable`).
+    """One run of a loop remembered by position (a plain variable's list, see :class:`Resumable`), and its trace.
 
     An iteration's text depends on its item, the items before it (``previtem``, and its position: ``index``,
     ``first``, ``cycle``), the names its body reads (``scope``, as for :class:`LoopKeys`), and, only when its body
@@ -644,127 +645,142 @@ class Resume:
     and the number of items (``length``, ``revindex``). So the run finds the remembered run with the same scope
     whose items match the longest prefix of its own (``k`` items), and position ``i < k`` replays that run's
     entry when the entry read nothing after it, or the next item also matches (or both runs end there) and, for
-    the count, both runs have as many items. ``hits[i]`` is that entry or None.
+    the count, both runs have as many items. ``entries[i]`` is that entry or None; ``future`` lists the positions
+    whose entry read a :data:`FUTURE` property.
 
     An item matches exactly: a dict of strings was kept as a copy, and the new item matches when it is one of the
     render's plain inputs (adopted or rebuilt: exact types, so only a ``str`` equals a ``str``, and ``==`` cannot
     take 1 for 1.0 or True, nor 0.0 for -0.0, nor a tuple for a list) equal to the copy, with its keys in the same
-    order when the body can see their order; any other item matches when its key part (:func:`key_part`) is
-    equal. The copy is the trace's own: a caller's dict changed in place after the render no longer matches it.
+    order when the body can see their order; any other item was kept as its key part (:class:`_Part`). When all
+    the items are plain inputs, the whole prefix is compared in C, stopping at the first item that differs. The
+    copy is the trace's own: a caller's dict changed in place after the render no longer matches it.
 
-    The run's own trace (the matched entries, then each iteration it runs) is published when the run starts.
+    The run is its own trace: published when it starts (the matched entries), then extended by each iteration it
+    runs (:meth:`keep`).
     """
 
-    __slots__ = ("hits", "k", "trace", "sequence", "trusted", "pickler", "ordered")
+    __slots__ = ("scope", "length", "entries", "copies", "keys", "future", "size", "k", "pickler")
 
-    def __init__(
-        self,
-        memo: LoopTraces,
-        values: tuple[Any, ...],
-        sequence: Any,
-        trusted: set[int] | frozenset[int],
-        pickler: type[_KeyPickler],
-        ordered: bool,
-    ) -> None:
-        self.k = 0
-        self.hits: list[TraceEntry | None] = []
-        self.trace: Trace | None = None
-        self.sequence, self.trusted, self.pickler, self.ordered = sequence, trusted, pickler, ordered
+    def __init__(self, memo: LoopTraces, values: tuple[Any, ...], sequence: Any, ordered: bool) -> None:
+        self.k = self.size = 0
+        self.entries: list[TraceEntry | None] = []
+        self.scope: tuple[Any, ...] | None = None  # None: this run keeps nothing
         kind = type(sequence)
-        if not (kind is list or kind is tuple) or not sequence:
+        budget = current_budget()
+        if not (kind is list or kind is tuple) or not sequence or budget is None:
             return
-        scope = tuple([key_part(value, trusted, pickler) for value in values])
+        trusted, self.pickler = budget.trusted, memo.pickler
+        scope = tuple([key_part(value, trusted, memo.pickler) for value in values]) if values else ()
         if UNKEYABLE in scope:
             return
-        length = len(sequence)
+        self.scope, self.length = scope, length = scope, len(sequence)
+        # (the render's own list holds plain inputs only: one lookup instead of one per item)
+        plain = id(sequence) in trusted or trusted.issuperset(map(id, sequence))
+        traces = memo.traces
         best, k = None, 0
-        for trace in memo.traces:
-            if trace.scope == scope:
-                matched = self._matched(trace)
-                if best is None or matched > k:
-                    best, k = trace, matched
-                if matched >= len(trace.entries) - 1:  # this run continues that one
-                    break
-        self.trace = trace = Trace(scope, length, best, k)
-        self.hits = hits = trace.entries
-        self.k = k
-        if best is not None and trace.future:
+        for trace in traces:
+            if trace.scope != scope:
+                continue
+            if plain:  # in C: each item != its copy (or key part), up to the first that differs
+                matched = next(compress(count(), map(ne, sequence, trace.copies)), None)
+                if matched is None:
+                    matched = min(length, len(trace.copies))
+                if ordered and matched:
+                    reordered = next(compress(count(), map(ne, map(_keys, sequence[:matched]), trace.keys or ())), None)
+                    matched = matched if reordered is None else reordered
+            else:  # not all the render's plain inputs (== could call a caller's method): key parts only
+                matched = self._by_parts(sequence, trace.copies, trusted)
+            if best is None or matched > k:
+                best, k = trace, matched
+            if matched >= len(trace.entries) - 1:  # this run continues that one
+                break
+        if best is None:
+            self.copies: list[Any] = []
+            self.keys: list[Any] | None = [] if ordered else None
+            self.future: list[int] = []
+            memo.traces = [self, *traces[: _MAX_TRACES - 1]]
+            return
+        # (the entries before the future positions, the copies last: the order their owner extends them in, reversed)
+        self.entries = hits = best.entries[:k]
+        self.future = future = [i for i in best.future if i < k] if best.future else []
+        self.copies, self.keys = best.copies[:k], best.keys[:k] if ordered else None  # type: ignore[index]
+        self.size = sum(map(_SIZE, filter(None, hits)))
+        if future:
             same_count = length == best.length
-            for i in trace.future:
+            for i in future:
                 entry = hits[i]
                 if entry is None:
                     continue
                 reads = entry[3]
                 if reads & 1 and not (i + 1 < k or i + 1 == length and same_count) or reads & 2 and not same_count:
                     hits[i] = None
-        memo.publish(trace, best if best is not None and k >= len(best.entries) - 1 else None)
+        self.k = k
+        if k >= len(best.entries) - 1:
+            memo.traces = [self, *islice(filter(partial(is_not, best), traces), _MAX_TRACES - 1)]
+        else:
+            memo.traces = [self, *traces[: _MAX_TRACES - 1]]
 
-    def _matched(self, trace: Trace) -> int:
-        """How many leading items of this run's sequence match the trace's."""
-        sequence, trusted, entries = self.sequence, self.trusted, trace.entries
-        end = min(len(sequence), len(entries))
-        if trusted.issuperset(map(id, sequence[:end])):
-            # (at C speed: == of each item and its copy, and of the lists of their keys when the order shows)
-            same = list(map(eq, sequence[:end], trace.copies[:end]))
-            if self.ordered:
-                same = list(map(and_, same, map(eq, map(_keys, sequence[:end]), trace.keys[:end])))
-        else:  # not all the render's plain inputs (== could call a caller's method): key parts only
-            same = [False] * end
-        same.append(False)
-        matched = same.index(False)
-        while matched < end:
-            entry = entries[matched]
-            if entry is None or entry[4] is None or key_part(sequence[matched], trusted, self.pickler) != entry[4]:
-                break
-            matched = same.index(False, matched + 1)
-        return matched
+    def _by_parts(self, sequence: Any, copies: list[Any], trusted: AbstractSet[int]) -> int:
+        """How many leading items match the trace's copies by their key parts (:class:`_Part` copies only)."""
+        for i, (item, copy) in enumerate(zip(sequence, copies, strict=False)):
+            if type(copy) is not _Part or key_part(item, trusted, self.pickler) != copy.part:
+                return i
+        return min(len(sequence), len(copies))
 
-    def keep(
-        self, position: int, reads: int, out: list[str], mark: tuple[int, int, int], budget: RenderBudget | None
-    ) -> None:
+    @staticmethod
+    def mark(out: list[str], item: Any) -> tuple[int, int, int, Any]:
+        """Where an iteration starts (the budget's loop iterations and bytes, the output's length) and its item."""
+        budget = current_budget()
+        return (budget.loops, budget.allocated, len(out), item) if budget is not None else (0, 0, len(out), item)
+
+    def keep(self, position: int, reads: int, out: list[str], mark: tuple[int, int, int, Any]) -> None:
         """Remember the iteration just run at ``position`` (its text from ``mark``), unless it needed the
-        input-size allowance of a limit, or its item cannot be keyed, or the trace is full."""
-        trace = self.trace
-        if trace is None or budget is None or budget.input_measured:
+        input-size allowance of a limit, or its item cannot be keyed, or the trace is full.
+
+        A reader in another thread may be matching this trace: each list grows in an order that keeps it
+        consistent (the future positions, then the entries, the keys and the copies, which bound the match)."""
+        budget = current_budget()
+        if self.scope is None or budget is None or budget.input_measured:
             return
-        entries = trace.entries
-        if position > len(entries) or position >= _MEMO_ENTRIES:
+        hits = self.entries
+        if position > len(hits) or position >= _MEMO_ENTRIES:
             return
-        item = self.sequence[position]
+        item = mark[3]
         text = "".join(out[mark[2] :])
         size = 64 + 4 * len(text)
-        copy: dict[str, str] | None = None
-        keys: list[str] | None = None
+        trusted = budget.trusted
+        copy: Any
         if (
             type(item) is dict
-            and id(item) in self.trusted
+            and id(item) in trusted
             and _STR.issuperset(map(type, item.values()))
             and _STR.issuperset(map(type, item))
-        ):  # a dict of strings: kept as a copy, matched by == (see _matched)
+        ):  # a dict of strings: kept as a copy, matched by == (see Resume)
             copy = dict(item)
-            keys = [*item] if self.ordered else None
-            part = None
             size += 4 * (sum(map(len, item)) + sum(map(len, item.values())))
-        if copy is None:
-            part = key_part(item, self.trusted, self.pickler)
+        else:
+            part = key_part(item, trusted, self.pickler)
             if part is UNKEYABLE:
                 return
+            copy = _Part(part)
             size += key_size((part,))
-        if len(text) > _MAX_TEXT or trace.size + size > _TRACE_BYTES:
+        if len(text) > _MAX_TEXT or self.size + size > _TRACE_BYTES:
             return
-        trace.size += size
-        entry = (text, budget.loops - mark[0], budget.allocated - mark[1], reads, part, size)
-        if reads and (position == len(entries) or position not in trace.future):
-            trace.future.append(position)
-        if position == len(entries):
-            trace.copies.append(copy)
-            trace.keys.append(keys)
-            entries.append(entry)
-        else:
-            trace.copies[position] = copy
-            trace.keys[position] = keys
-            entries[position] = entry
+        self.size += size
+        entry = (text, budget.loops - mark[0], budget.allocated - mark[1], reads, size)
+        if position < len(hits):  # an entry this run could not replay (its item matched: the copy stays)
+            if reads and position not in self.future:
+                self.future.append(position)
+            hits[position] = entry
+            return
+        if reads:
+            self.future.append(position)
+        hits.append(entry)
+        if self.keys is not None:
+            self.keys.append(_keys(item))
+        self.copies.append(copy)
 
 
 def _keys(item: Any) -> list[Any] | None:
+    """What shows the order of a dict's keys (a list or tuple's order is its content, matched already)."""
     return [*item] if type(item) is dict else None

@@ -50,7 +50,6 @@ from turnkit.render._fragments import (
     LoopKeys,
     LoopTraces,
     Resumable,
-    Resume,
     as_fragment,
     fragment_loops,
     fragment_memo,
@@ -322,6 +321,8 @@ class _GuardedCodeGenerator(CodeGenerator):
         super().visit_Template(node, frame)
         for memo, by_position in memos:
             self.writeline(f"{memo} = environment.fragment_memo({by_position})")
+        if any(by_position for _, by_position in memos):
+            self.writeline("from turnkit.render._fragments import Resume as tk_resume")
         self._write_dependencies()
         for memo in self._printing_memos:
             self.writeline(f"{memo} = {{}}")
@@ -673,30 +674,38 @@ class _GuardedCodeGenerator(CodeGenerator):
 
     def _resumed_fragment(self, node: Fragment, resume: Resumable, frame: Frame) -> None:
         """One iteration of a loop remembered by position (see _fragments.Resume): the remembered entry at its
-        position, or the body run with a flag collecting the FUTURE bits of the ``loop`` properties it reads."""
+        position, or the body run with a flag collecting the FUTURE bits of the ``loop`` properties it read."""
         hit, mark = self.temporary_identifier(), self.temporary_identifier()
         state, position, flag = node.state, resume.position, resume.flag
-        self._start_fragments(node, f"fragment_resume({node.memo}, ", resume.ordered, frame)
+        self.writeline(f"if {state} is None:")
+        self.indent()
+        self.writeline(f"{state} = tk_resume({node.memo}, ")
+        self.visit(node.scope, frame)
+        self.write(", ")
+        self.visit(node.sequence, frame)
+        self.write(f", {resume.ordered!r})")
         self.writeline(f"{position} = 0")
         self.outdent()
         self.writeline("else:")
         self.indent()
         self.writeline(f"{position} += 1")
         self.outdent()
-        self.writeline(f"if {position} < {state}.k and ({hit} := {state}.hits[{position}]) is not None:")
+        self.writeline(f"if {position} < {state}.k and ({hit} := {state}.entries[{position}]) is not None:")
         self.indent()
         self._replay_fragment(hit, frame)
         self.outdent()
         self.writeline("else:")
         self.indent()
         self.writeline(f"{flag} = {resume.reads}")
-        self.writeline(f"{mark} = environment.fragment_mark({frame.buffer})")
+        self.writeline(f"{mark} = {state}.mark({frame.buffer}, ")
+        self.visit(node.parts.items[0], frame)  # the loop variable (the body may rebind it)
+        self.write(")")
         ref = frame.symbols.find_ref("loop")
         if ref is not None:
             self._future_flags[ref] = flag
         self.blockvisit(node.body, frame)
         self._future_flags.pop(ref or "", None)
-        self.writeline(f"environment.fragment_keep({state}, {position}, {flag}, {frame.buffer}, {mark})")
+        self.writeline(f"{state}.keep({position}, {flag}, {frame.buffer}, {mark})")
         self.outdent()
 
     def buffer(self, frame: Frame) -> None:
@@ -1400,17 +1409,7 @@ class TemplateSandbox(ImmutableSandboxedEnvironment):
     # -- remembered loop iterations (see _fragments) ------------------------------------------------------------
 
     def fragment_memo(self, by_position: bool = False) -> FifoMemo[FragmentEntry] | LoopTraces:
-        return LoopTraces() if by_position else fragment_memo()
-
-    def fragment_resume(self, memo: LoopTraces, values: tuple[Any, ...], sequence: Any, ordered: bool) -> Resume:
-        budget = current_budget()
-        trusted: set[int] | frozenset[int] = budget.trusted if budget is not None else frozenset()
-        return Resume(memo, values, sequence, trusted, self._key_pickler, ordered)
-
-    def fragment_keep(
-        self, state: Resume, position: int, reads: int, out: list[str], mark: tuple[int, int, int]
-    ) -> None:
-        state.keep(position, reads, out, mark, current_budget())
+        return LoopTraces(self._key_pickler) if by_position else fragment_memo()
 
     def fragment_scope(self, values: tuple[Any, ...], sequence: Any, layout: tuple[str, ...] | None) -> LoopKeys:
         budget = current_budget()
