@@ -222,7 +222,7 @@ class _Where(tbatch.Parser):
 
 def test_this_process_does_tasks_while_the_pool_holds_two(tmp_path: Path) -> None:
     """Parquet output at 2 workers: a pool of 1 process and this one, which does a task whenever the pool holds 2
-    (the first 2 tasks always go to the pool); JSON-lines output: 2 processes, this one only writes."""
+    small tasks (the first 2 always go to the pool); JSON-lines output: 2 processes, this one only writes."""
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps({"generated_text": f"answer {i}"}) + "\n" for i in range(40)), "utf-8")
     for suffix in (".parquet", ".jsonl"):
@@ -284,3 +284,16 @@ def test_the_pool_s_worker_thread_waits_without_spinning(
     summary = tbatch.render(source, tmp_path / "out.parquet", model=model, masks=True, batch_size=50, workers=2)
     assert summary.rows == 2000
     assert len(wakes) <= 2000 // 50  # at most once a task (when no task is left in flight); 525 before
+
+
+def test_the_pool_s_pipes_hold_a_task_and_its_result() -> None:
+    """Linux: the pool's pipes hold 1 MB, so a worker writes a packed result (~100 KB for 256 chat rows) at once,
+    instead of waiting for the main process's result thread to read each 64 KB."""
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        pytest.skip("no pipe sizes here")
+    from turnkit.batch._engine import _Pool
+
+    with _Pool(1) as pool:
+        for queue in (pool._inqueue, pool._outqueue):  # type: ignore[attr-defined]
+            assert fcntl.fcntl(queue._writer.fileno(), fcntl.F_GETPIPE_SZ) >= 1 << 20

@@ -46,6 +46,11 @@ from turnkit.batch._rows import Renderer
 from turnkit.batch._terminate import terminate_as_interrupt
 from turnkit.errors import TurnkitError
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = ["Summary", "run"]
 
 Engine = Literal["local", "ray"]
@@ -257,12 +262,14 @@ def _shared(
     pool: multiprocessing.pool.Pool, tasks: Iterator[Chunk], worker: Worker, workers: int, schema: Callable[[], Any]
 ) -> Generator[_Done, None, None]:
     """Parquet tasks done by the pool's ``workers - 1`` processes and by this one, their results in order: a task
-    goes to the pool while it holds fewer than 2 a process (one running, one queued, so none waits for this
-    process), else it is done here; what is done is handed on to be written as soon as the tasks before it are."""
+    goes to the pool while it holds fewer than 3 a process (one running, two queued: a batch done here and the
+    writes after it take longer than one of theirs, and with one queued a worker sat idle ~10-20 % of a run), or 2
+    of the small tasks of the end (the last ones a process waits for), else it is done here. What is done is
+    handed on to be written as soon as the tasks before it are."""
     pending: deque[multiprocessing.pool.AsyncResult[_Done] | _Done] = deque()
     for chunk in tasks:
         busy = sum(not item.ready() for item in pending if not isinstance(item, _Done))
-        if busy < 2 * (workers - 1):
+        if busy < (2 if _rows(chunk) <= _SHARD else 3) * (workers - 1):
             pending.append(pool.apply_async(_work, (_sendable(chunk), "parquet", None, schema())))
         else:
             pending.append(_process(worker, chunk, "parquet"))
@@ -270,6 +277,11 @@ def _shared(
             yield _result(pending.popleft())
     while pending:
         yield _result(pending.popleft())
+
+
+def _rows(chunk: Chunk) -> int:
+    """A chunk's row count (a JSON-lines task: at most :data:`_SHARD`)."""
+    return int(chunk[1].num_rows) if chunk[0] == "parquet" else _SHARD
 
 
 def _result(item: multiprocessing.pool.AsyncResult[_Done] | _Done) -> _Done:
@@ -306,6 +318,9 @@ def _stop_signals_held() -> Iterator[None]:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
+_PIPE_BYTES = 1 << 20
+
+
 class _Pool(multiprocessing.pool.Pool):
     """A process pool whose ``terminate()`` kills its workers with SIGKILL (they ignore SIGTERM), where the
     standard pool sends SIGTERM, but only once the pool's task thread has sent its last message. A worker killed
@@ -314,7 +329,21 @@ class _Pool(multiprocessing.pool.Pool):
 
     Its worker thread waits only for a worker to exit or the pool's state to change: the standard pool also wakes
     it whenever the result pipe is readable, so it spins until the result thread has read each result (2,300-3,500
-    wake-ups and ~20-70 ms of CPU a 6,000-row parquet run, taking the GIL from the threads that do the work)."""
+    wake-ups and ~20-70 ms of CPU a 6,000-row parquet run, taking the GIL from the threads that do the work).
+
+    Its pipes hold 1 MB (Linux), not 64 KB: a task's parquet rows and its packed result (~100 KB for 256 chat
+    rows) then go in one write. Through a 64 KB pipe the worker waited for the main process's task and result
+    threads to write or read each piece, and they wait for the GIL, which the main thread holds while it renders
+    (parquet output: see :func:`_shared`)."""
+
+    def _setup_queues(self) -> None:
+        super()._setup_queues()  # type: ignore[misc]
+        size = getattr(fcntl, "F_SETPIPE_SZ", None)
+        if size is None:  # not Linux
+            return
+        for queue in (self._inqueue, self._outqueue):  # type: ignore[attr-defined]
+            with contextlib.suppress(AttributeError, OSError):  # no such pipe here, or above pipe-max-size
+                fcntl.fcntl(queue._writer.fileno(), size, _PIPE_BYTES)
 
     def _get_sentinels(self) -> list[Any]:
         return [self._change_notifier._reader]  # type: ignore[attr-defined]
