@@ -1,8 +1,8 @@
 """Running a row worker over a file: in this process, in local worker processes, or on Ray Data.
 
-Order is preserved. The local engine keeps at most ``2 x workers`` batches (or ``4 x workers`` tasks of 64 rows)
-in flight, so memory stays flat whatever the input size; the Ray engine runs the same worker as ``map_batches``
-and streams the results back in order into the same sink.
+Order is preserved. The local engine keeps at most ``2 x workers`` batches (``4 x workers`` tasks of 64 rows, or
+of parquet output) in flight, so memory stays flat whatever the input size; the Ray engine runs the same worker as
+``map_batches`` and streams the results back in order into the same sink.
 """
 
 from __future__ import annotations
