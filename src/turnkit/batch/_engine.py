@@ -331,10 +331,10 @@ class _Pool(multiprocessing.pool.Pool):
     it whenever the result pipe is readable, so it spins until the result thread has read each result (2,300-3,500
     wake-ups and ~20-70 ms of CPU a 6,000-row parquet run, taking the GIL from the threads that do the work).
 
-    Its pipes hold 1 MB (Linux), not 64 KB: a task's parquet rows and its packed result (~100 KB for 256 chat
-    rows) then go in one write. Through a 64 KB pipe the worker waited for the main process's task and result
-    threads to write or read each piece, and they wait for the GIL, which the main thread holds while it renders
-    (parquet output: see :func:`_shared`)."""
+    Its pipes hold 1 MB (Linux), not 64 KB: a worker writes a packed result (~100 KB for 256 chat rows) at once, and
+    a queued task's rows (~420 KB) wait in the pipe. Through a 64 KB pipe the worker waited, after each 64 KB of a
+    result, for the main process's result thread to read it, and that thread waits for the GIL, which the main
+    thread holds while it renders (parquet output: see :func:`_shared`)."""
 
     def _setup_queues(self) -> None:
         super()._setup_queues()  # type: ignore[misc]
