@@ -16,7 +16,10 @@ per wall second, with the CPU seconds of the main process and of the workers and
 (``messages`` as ``list<struct>``, as bench/batch.py writes it). ``--fresh`` runs each round's runs as the command
 in a new process (``python -m turnkit.cli batch render ... --masks --workers N``), as a user runs it: imports, the
 template and the tokenizer are then paid in every run, and the CPU seconds are the command's and its workers' in
-all. On a shared machine, quote the load average (printed).
+all. On a shared machine, quote the load average (printed). Each run also prints the cores that other processes
+kept busy meanwhile (``/proc/stat``'s busy time less this run's own CPU, Linux), and the summary gives the
+rounds in which they used less than ``--quiet`` cores in both runs on their own: wall-clock ratios mean something
+only there.
 """
 
 from __future__ import annotations
@@ -67,6 +70,17 @@ def _ballast(megabytes: int) -> None:
     )
 
 
+def _busy_seconds() -> float | None:
+    """CPU seconds all processes have used since boot (``/proc/stat``), or ``None`` off Linux."""
+    try:
+        with open("/proc/stat") as handle:
+            fields = [int(value) for value in handle.readline().split()[1:]]
+    except OSError:
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle and iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def _command(folder: Path, data: Path, out: Path, workers: int, batch_size: int, method: str | None) -> None:
     """``turnkit batch render`` in a new process, importing the same turnkit as this one."""
     root = str(Path(tbatch.__file__).resolve().parents[2])
@@ -90,6 +104,9 @@ def main() -> None:
     )
     parser.add_argument("--start-method", choices=["fork", "forkserver", "spawn"], help="default: turnkit's")
     parser.add_argument("--fresh", action="store_true", help="each run is the command in a new process")
+    parser.add_argument(
+        "--quiet", type=float, default=0.2, metavar="CORES", help="rounds counted as quiet: others used less"
+    )
     args = parser.parse_args()
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     if args.ballast:
@@ -107,6 +124,7 @@ def main() -> None:
         out = Path(tmp) / f"out.{args.format}"
         rates: dict[int, list[float]] = {1: [], 2: []}
         cpus: dict[int, list[float]] = {1: [], 2: []}
+        others: dict[int, list[float]] = {1: [], 2: []}
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(
             f"{args.rows} {args.dataset} rows, {args.format}, {args.tokenizer} tokenizer, batches of "
@@ -116,6 +134,7 @@ def main() -> None:
         for _ in range(args.rounds):
             for workers in (1, 2):
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                busy = _busy_seconds()
                 cpu, start = time.process_time(), time.perf_counter()
                 if args.fresh:
                     _command(folder, data, out, workers, args.batch_size, args.start_method)
@@ -126,19 +145,29 @@ def main() -> None:
                     )
                 wall = time.perf_counter() - start
                 main_cpu = time.process_time() - cpu
+                busy_after = _busy_seconds()
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 children = max(0.0, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
                 faults = after.ru_minflt - before.ru_minflt
                 rates[workers].append(args.rows / wall)
                 cpus[workers].append(main_cpu + children)
+                elsewhere = (busy_after - busy - main_cpu - children) / wall if busy and busy_after else 0.0
+                others[workers].append(max(0.0, elsewhere))
                 where = "the command and its workers" if args.fresh else f"main process {main_cpu:.2f} CPU-s, workers"
                 print(
                     f"  {workers} worker{'s' if workers > 1 else ' '}: {args.rows / wall:7.0f} conv/s, {where} "
-                    f"{children:.2f} CPU-s ({faults} minor faults), load {os.getloadavg()[0]:.1f}"
+                    f"{children:.2f} CPU-s ({faults} minor faults), load {os.getloadavg()[0]:.1f}, "
+                    f"others {others[workers][-1]:.2f} cores"
                 )
         pairs = [two / one for one, two in zip(rates[1], rates[2], strict=True)]
         rounds = ", ".join(f"{pair:.2f}" for pair in pairs)
         print(f"2 workers / 1 worker: median {statistics.median(pairs):.2f}x (rounds: {rounds})")
+        quiet = [pair for pair, one, two in zip(pairs, others[1], others[2], strict=True) if max(one, two) < args.quiet]
+        if quiet:
+            rounds = ", ".join(f"{pair:.2f}" for pair in quiet)
+            print(f"  rounds with others under {args.quiet} cores: median {statistics.median(quiet):.2f}x ({rounds})")
+        else:
+            print(f"  no round with others under {args.quiet} cores")
         # on 2 cores kept busy, 2 workers can be at most 2 x (1-worker CPU) / (2-worker CPU) as fast: less noisy
         # than wall time on a shared machine
         caps = [2 * one / two for one, two in zip(cpus[1], cpus[2], strict=True)]

@@ -5,6 +5,7 @@ rebuilt from its journal."""
 from __future__ import annotations
 
 import json
+import os
 import pickle
 from pathlib import Path
 from typing import Any
@@ -167,18 +168,78 @@ def test_an_unknown_codec_is_refused_before_any_output(tmp_path: Path, model: Pa
     assert not (tmp_path / "out.parquet").exists()
 
 
-def test_the_last_batches_are_split_among_the_workers() -> None:
-    """With 2 workers, the last 2 batches' worth of parquet rows go out as 4 tasks, in order, every row once."""
-    import pyarrow as pa
-
+def test_the_last_batches_are_split_in_small_tasks() -> None:
+    """The parquet batches among the last ``tail`` rows go out as tasks of 64 rows, in order, every row once."""
     from turnkit.batch._engine import _even_end
 
-    batches = [pa.record_batch({"n": list(range(start, min(start + 4, 11)))}) for start in range(0, 11, 4)]
-    tasks = list(_even_end(iter([("parquet", batch, 0) for batch in batches]), 11, 2, 4))
-    assert [task[1].num_rows for task in tasks] == [4, 2, 2, 2, 1]
-    assert [n for task in tasks for n in task[1].column("n").to_pylist()] == list(range(11))
+    batches = [pa.record_batch({"n": list(range(start, min(start + 100, 450)))}) for start in range(0, 450, 100)]
+    tasks = list(_even_end(iter([("parquet", batch, 0) for batch in batches]), 450, 200))
+    assert [task[1].num_rows for task in tasks] == [100, 100, 100, 64, 36, 50]
+    assert [n for task in tasks for n in task[1].column("n").to_pylist()] == list(range(450))
     lines = [("jsonl-range", ("in.jsonl", 0, 10), 0)]
-    assert list(_even_end(iter(lines), None, 2, 4)) == lines  # JSON lines: small tasks already
+    assert list(_even_end(iter(lines), None, 200)) == lines  # JSON lines: small tasks already
+
+
+@pytest.mark.parametrize(("workers", "split"), [(2, 4), (3, 6)])
+def test_rows_stay_in_order_and_complete_with_tiny_batches_and_split_tails(
+    tmp_path: Path, model: Path, workers: int, split: int
+) -> None:
+    """Parquet output at several workers (the pool's processes and this one share the tasks): the same table, errors
+    and row numbers as one worker's, from parquet input whose last ``2 x workers`` batches are split (bad rows among
+    them), from JSON lines a row a task, and from parquet input in batches of 2."""
+    rows = _rows(600)
+    parquet, lines = tmp_path / "in.parquet", tmp_path / "in.jsonl"
+    pq.write_table(pa.Table.from_pylist(rows), parquet)
+    lines.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows[:37]), encoding="utf-8")
+    pairs = tmp_path / "pairs.parquet"
+    pq.write_table(pa.Table.from_pylist(rows[:300]), pairs)
+    # a row group per task: 6 batches of 100, of which the last ``split`` go out as 64 + 36 rows (a bad row every 9:
+    # 4, 13, ... 598, in the last task)
+    cases = ((parquet, 100, 6 + split, 67), (lines, 1, 37, 4), (pairs, 2, 150, 33))
+    for source, batch_size, groups, errors in cases:
+        one, many = tmp_path / "one.parquet", tmp_path / "many.parquet"
+        alone = tbatch.render(source, one, model=model, masks=True, batch_size=batch_size)
+        shared = tbatch.render(source, many, model=model, masks=True, batch_size=batch_size, workers=workers)
+        assert (shared.rows, shared.errors, shared.first_errors) == (alone.rows, alone.errors, alone.first_errors)
+        assert shared.errors == errors, source.name
+        assert pq.read_table(many).equals(pq.read_table(one)), source.name
+        assert pq.ParquetFile(many).metadata.num_row_groups == groups, source.name
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "in.jsonl",
+        "in.parquet",
+        "many.parquet",
+        "one.parquet",
+        "pairs.parquet",
+    ]
+
+
+class _Where(tbatch.Parser):
+    """A parser that writes which process parsed each row."""
+
+    def rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**row, "pid": str(os.getpid())} for row in super().rows(rows)]
+
+
+def test_this_process_does_tasks_while_the_pool_holds_two(tmp_path: Path) -> None:
+    """Parquet output at 2 workers: a pool of 1 process and this one, which does a task whenever the pool holds 2
+    small tasks (the first 2 always go to the pool); JSON-lines output: 2 processes, this one only writes."""
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"generated_text": f"answer {i}"}) + "\n" for i in range(40)), "utf-8")
+    for suffix in (".parquet", ".jsonl"):
+        output = tmp_path / f"out{suffix}"
+        assert tbatch.run(_Where("hermes"), source, output, workers=2, batch_size=4).rows == 40
+        out = (
+            pq.read_table(output).to_pylist()
+            if suffix == ".parquet"
+            else [json.loads(line) for line in output.read_text("utf-8").splitlines()]
+        )
+        pids = [row["pid"] for row in out]
+        assert [row["generated_text"] for row in out] == [f"answer {i}" for i in range(40)]
+        here = {index // 4 for index, pid in enumerate(pids) if pid == str(os.getpid())}
+        if suffix == ".parquet":
+            assert len(set(pids)) == 2 and here and 0 not in here and 1 not in here, pids
+        else:
+            assert len(set(pids)) == 2 and not here, pids
 
 
 def test_one_batch_of_parquet_rows_is_done_without_starting_workers(
@@ -223,3 +284,16 @@ def test_the_pool_s_worker_thread_waits_without_spinning(
     summary = tbatch.render(source, tmp_path / "out.parquet", model=model, masks=True, batch_size=50, workers=2)
     assert summary.rows == 2000
     assert len(wakes) <= 2000 // 50  # at most once a task (when no task is left in flight); 525 before
+
+
+def test_the_pool_s_pipes_hold_a_task_and_its_result() -> None:
+    """Linux: the pool's pipes hold 1 MB, so a worker writes a packed result (~100 KB for 256 chat rows) at once,
+    instead of waiting for the main process's result thread to read each 64 KB."""
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        pytest.skip("no pipe sizes here")
+    from turnkit.batch._engine import _Pool
+
+    with _Pool(1) as pool:
+        for queue in (pool._inqueue, pool._outqueue):  # type: ignore[attr-defined]
+            assert fcntl.fcntl(queue._writer.fileno(), fcntl.F_GETPIPE_SZ) >= 1 << 20

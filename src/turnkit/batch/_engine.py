@@ -1,8 +1,8 @@
 """Running a row worker over a file: in this process, in local worker processes, or on Ray Data.
 
-Order is preserved. The local engine keeps at most ``2 x workers`` batches (or ``4 x workers`` tasks of 64 rows)
-in flight, so memory stays flat whatever the input size; the Ray engine runs the same worker as ``map_batches``
-and streams the results back in order into the same sink.
+Order is preserved. The local engine keeps at most ``2 x workers`` batches (``4 x workers`` tasks of 64 rows, or
+of parquet output) in flight, so memory stays flat whatever the input size; the Ray engine runs the same worker as
+``map_batches`` and streams the results back in order into the same sink.
 """
 
 from __future__ import annotations
@@ -45,6 +45,11 @@ from turnkit.batch._parts import parts_folder, release_inherited_locks, remove_s
 from turnkit.batch._rows import Renderer
 from turnkit.batch._terminate import terminate_as_interrupt
 from turnkit.errors import TurnkitError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["Summary", "run"]
 
@@ -141,22 +146,22 @@ def _work(chunk: Chunk, kind: str, part: str | None, schema: Any) -> _Done:
 
 
 _SHARD = 64
-"""Rows per task with several local workers (JSON lines input): small tasks keep the workers evenly busy to the
-end of the file (the last task is all that one worker may wait for), and cost a file each."""
+"""Rows per task with several local workers (JSON lines input), and of the tasks a parquet input's last batches
+are split in: small tasks keep the processes evenly busy to the end of the file (the last task is all that one
+may wait for), and cost a file (JSON-lines output) or a row group (parquet output) each."""
 
 
-def _even_end(chunks: Iterator[Chunk], left: int | None, workers: int, size: int) -> Iterator[Chunk]:
-    """Parquet record batches, the last ``workers`` batches' worth (of ``left`` rows) each split in ``workers``
-    tasks: a batch per task, one worker would otherwise wait for the other's last whole batch at the end of the
-    run (~20-40 ms of ~1 s at 6,000 chat rows). They are written as smaller row groups."""
+def _even_end(chunks: Iterator[Chunk], left: int | None, tail: int) -> Iterator[Chunk]:
+    """Parquet record batches, those among the last ``tail`` rows (of ``left``) split in tasks of :data:`_SHARD`
+    rows: a batch per task, one process would otherwise wait for another's last whole batch at the end of the run
+    (~54 ms of ~1 s at 6,000 chat rows and 2 processes). They are written as smaller row groups."""
     for chunk in chunks:
         kind, batch, first = chunk
-        if kind != "parquet" or left is None or left > workers * size:
+        if kind != "parquet" or left is None or left > tail:
             yield chunk
         else:
-            step = -(-batch.num_rows // workers)
-            for start in range(0, batch.num_rows, step):
-                yield kind, batch.slice(start, step), first
+            for start in range(0, batch.num_rows, _SHARD):
+                yield kind, batch.slice(start, _SHARD), first
         if left is not None and kind == "parquet":
             left -= batch.num_rows
 
@@ -213,34 +218,79 @@ def _local_results(
         return
     if forked:
         _warm(worker, head[0], kind)
+    # Parquet output is written by this process (~50 CPU-us a row), so it is one of the N: N - 1 worker processes
+    # and this one, which renders a task itself whenever they hold enough. N workers and this process's writing on
+    # N cores took turns with each other (2 workers: ~1.66x one's speed). JSON-lines output costs this process
+    # only copying part files: N workers.
+    shared = kind == "parquet"
+    work = _even_end(itertools.chain(head, chunks), left, 2 * workers * batch_size)
     context = multiprocessing.get_context(method)
-    # Workers read their own rows (byte ranges of a JSON-lines file; parquet record batches are sent to them)
-    # and write JSON-lines output to part files of their own: the main process only finds line ends and copies
-    # the parts into the output in order, so it is never the bottleneck and nothing big goes through a pipe.
-    with parts_folder(output) as parts:
-        # The workers' garbage collector would touch every object they inherit and copy the pages holding them (a
-        # process with transformers loaded: ~45% more worker CPU); frozen objects are left alone.
-        if forked:
-            gc.freeze()
-        try:
-            with contextlib.ExitStack() as stack:
-                with _stop_signals_held():  # the workers start with them ignored (see _init_worker)
-                    pool = stack.enter_context(
-                        _Pool(workers, initializer=_init_worker, initargs=(worker,), context=context)
-                    )
-                pending: deque[Any] = deque()
-                ahead = (4 if size < batch_size else 2) * workers  # small tasks: more queued, so no worker waits
-                for number, chunk in enumerate(_even_end(itertools.chain(head, chunks), left, workers, size)):
-                    part = os.path.join(parts, f"{number}.jsonl") if kind == "jsonl" else None
-                    sent = (chunk[0], Sent(chunk[1]), chunk[2]) if chunk[0] == "parquet" else chunk
-                    pending.append(pool.apply_async(_work, (sent, kind, part, schema())))
-                    if len(pending) >= ahead:
-                        yield pending.popleft().get()
-                while pending:
+    # The workers' garbage collector would touch every object they inherit and copy the pages holding them (a
+    # process with transformers loaded: ~45% more worker CPU); frozen objects are left alone.
+    if forked:
+        gc.freeze()
+    try:
+        with contextlib.ExitStack() as stack:
+            parts = None if shared else stack.enter_context(parts_folder(output))
+            with _stop_signals_held():  # the workers start with them ignored (see _init_worker)
+                processes = workers - 1 if shared else workers
+                pool = stack.enter_context(
+                    _Pool(processes, initializer=_init_worker, initargs=(worker,), context=context)
+                )
+            if shared:
+                yield from _shared(pool, work, worker, workers, schema)
+                return
+            # Workers read their own rows (byte ranges of a JSON-lines file; parquet record batches are sent to
+            # them) and write JSON-lines output to part files of their own: the main process only finds line ends
+            # and copies the parts into the output in order, and nothing big goes through a pipe.
+            assert parts is not None
+            pending: deque[Any] = deque()
+            ahead = (4 if size < batch_size else 2) * workers  # small tasks: more queued, so no worker waits
+            for number, chunk in enumerate(work):
+                part = os.path.join(parts, f"{number}.jsonl")
+                pending.append(pool.apply_async(_work, (_sendable(chunk), kind, part, None)))
+                if len(pending) >= ahead:
                     yield pending.popleft().get()
-        finally:
-            if forked:
-                gc.unfreeze()
+            while pending:
+                yield pending.popleft().get()
+    finally:
+        if forked:
+            gc.unfreeze()
+
+
+def _shared(
+    pool: multiprocessing.pool.Pool, tasks: Iterator[Chunk], worker: Worker, workers: int, schema: Callable[[], Any]
+) -> Generator[_Done, None, None]:
+    """Parquet tasks done by the pool's ``workers - 1`` processes and by this one, their results in order: a task
+    goes to the pool while it holds fewer than 3 a process (one running, two queued: a batch done here and the
+    writes after it take longer than one of theirs, and with one queued a worker sat idle ~10-20 % of a run), or 2
+    of the small tasks of the end (the last ones a process waits for), else it is done here. What is done is
+    handed on to be written as soon as the tasks before it are."""
+    pending: deque[multiprocessing.pool.AsyncResult[_Done] | _Done] = deque()
+    for chunk in tasks:
+        busy = sum(not item.ready() for item in pending if not isinstance(item, _Done))
+        if busy < (2 if _rows(chunk) <= _SHARD else 3) * (workers - 1):
+            pending.append(pool.apply_async(_work, (_sendable(chunk), "parquet", None, schema())))
+        else:
+            pending.append(_process(worker, chunk, "parquet"))
+        while pending and (isinstance(pending[0], _Done) or pending[0].ready() or len(pending) >= 4 * workers):
+            yield _result(pending.popleft())
+    while pending:
+        yield _result(pending.popleft())
+
+
+def _rows(chunk: Chunk) -> int:
+    """A chunk's row count (a JSON-lines task: at most :data:`_SHARD`)."""
+    return int(chunk[1].num_rows) if chunk[0] == "parquet" else _SHARD
+
+
+def _result(item: multiprocessing.pool.AsyncResult[_Done] | _Done) -> _Done:
+    return item if isinstance(item, _Done) else item.get()
+
+
+def _sendable(chunk: Chunk) -> Chunk:
+    """A chunk as it goes to a worker process: a parquet record batch as an Arrow IPC stream (:class:`Sent`)."""
+    return (chunk[0], Sent(chunk[1]), chunk[2]) if chunk[0] == "parquet" else chunk
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -268,6 +318,9 @@ def _stop_signals_held() -> Iterator[None]:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
+_PIPE_BYTES = 1 << 20
+
+
 class _Pool(multiprocessing.pool.Pool):
     """A process pool whose ``terminate()`` kills its workers with SIGKILL (they ignore SIGTERM), where the
     standard pool sends SIGTERM, but only once the pool's task thread has sent its last message. A worker killed
@@ -276,7 +329,21 @@ class _Pool(multiprocessing.pool.Pool):
 
     Its worker thread waits only for a worker to exit or the pool's state to change: the standard pool also wakes
     it whenever the result pipe is readable, so it spins until the result thread has read each result (2,300-3,500
-    wake-ups and ~20-70 ms of CPU a 6,000-row parquet run, taking the GIL from the threads that do the work)."""
+    wake-ups and ~20-70 ms of CPU a 6,000-row parquet run, taking the GIL from the threads that do the work).
+
+    Its pipes hold 1 MB (Linux), not 64 KB: a worker writes a packed result (~100 KB for 256 chat rows) at once, and
+    a queued task's rows (~420 KB) wait in the pipe. Through a 64 KB pipe the worker waited, after each 64 KB of a
+    result, for the main process's result thread to read it, and that thread waits for the GIL, which the main
+    thread holds while it renders (parquet output: see :func:`_shared`)."""
+
+    def _setup_queues(self) -> None:
+        super()._setup_queues()  # type: ignore[misc]
+        size = getattr(fcntl, "F_SETPIPE_SZ", None)
+        if size is None:  # not Linux
+            return
+        for queue in (self._inqueue, self._outqueue):  # type: ignore[attr-defined]
+            with contextlib.suppress(AttributeError, OSError):  # no such pipe here, or above pipe-max-size
+                fcntl.fcntl(queue._writer.fileno(), size, _PIPE_BYTES)
 
     def _get_sentinels(self) -> list[Any]:
         return [self._change_notifier._reader]  # type: ignore[attr-defined]

@@ -110,7 +110,9 @@ class Source:
 
     def _parquet_chunks(self, size: int, skip: int) -> Iterator[Chunk]:
         try:
-            for record_batch in self._parquet.iter_batches(batch_size=size):
+            # on this thread: Arrow's thread pool, here and in each worker process, only adds futex calls and
+            # turns taken from the processes doing the work (one process per core)
+            for record_batch in self._parquet.iter_batches(batch_size=size, use_threads=False):
                 if skip >= record_batch.num_rows:
                     skip -= record_batch.num_rows
                     continue
@@ -222,9 +224,7 @@ class Packed:
 
     def table(self) -> Any:
         """The table, as it was packed."""
-        import pyarrow.ipc as ipc
-
-        return ipc.open_stream(self.data).read_all()
+        return _read_stream(self.data)
 
 
 class Sent:
@@ -238,10 +238,16 @@ class Sent:
         self.data = ipc_stream(batch, compress=False)
 
     def to_pylist(self) -> list[dict[str, Any]]:
-        import pyarrow.ipc as ipc
-
-        rows: list[dict[str, Any]] = ipc.open_stream(self.data).read_all().to_pylist()
+        rows: list[dict[str, Any]] = _read_stream(self.data).to_pylist()
         return rows
+
+
+def _read_stream(data: bytes) -> Any:
+    """The table of an Arrow IPC stream, read on this thread: not Arrow's thread pool, which only adds futex calls
+    to a process that has a core to itself."""
+    import pyarrow.ipc as ipc
+
+    return ipc.open_stream(data, options=ipc.IpcReadOptions(use_threads=False)).read_all()
 
 
 def write_part(payload: bytes, path: str) -> Part:

@@ -106,7 +106,8 @@ def ipc_stream(data: Any, *, compress: bool = True) -> bytes:
     import pyarrow.ipc as ipc
 
     out = pa.BufferOutputStream()
-    options = ipc.IpcWriteOptions(compression="lz4" if compress and pa.Codec.is_available("lz4") else None)
+    codec = "lz4" if compress and pa.Codec.is_available("lz4") else None
+    options = ipc.IpcWriteOptions(compression=codec, use_threads=False)  # one process per core: no thread pool
     with ipc.new_stream(out, data.schema, options=options) as writer:
         writer.write(data)
     return bytes(out.getvalue().to_pybytes())
