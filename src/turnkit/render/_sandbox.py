@@ -624,7 +624,7 @@ class _GuardedCodeGenerator(CodeGenerator):
             return
         key, hit, mark, value, entry = (self.temporary_identifier() for _ in range(5))
         state = node.state
-        self._start_fragments(node, "fragment_scope(", node.layout, frame)
+        self._start_fragments(node, "environment.fragment_scope(", node.layout, frame)
         self.outdent()
         self.writeline(f"{key} = ")
         sequence = self._plain_loop(frame) if node.layout is not None else None
@@ -654,11 +654,11 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.outdent()
 
     def _start_fragments(self, node: Fragment, call: str, last: object, frame: Frame) -> None:
-        """Open ``if <state> is None:`` and set the loop's state for this run: ``environment.<call>`` (up to its
-        first argument) with the scope's values, the sequence and ``last``."""
+        """Open ``if <state> is None:`` and set the loop's state for this run: ``<call>`` (up to its first
+        argument) with the scope's values, the sequence and ``last``."""
         self.writeline(f"if {node.state} is None:")
         self.indent()
-        self.writeline(f"{node.state} = environment.{call}")
+        self.writeline(f"{node.state} = {call}")
         self.visit(node.scope, frame)
         self.write(", ")
         self.visit(node.sequence, frame)
@@ -677,13 +677,7 @@ class _GuardedCodeGenerator(CodeGenerator):
         position, or the body run with a flag collecting the FUTURE bits of the ``loop`` properties it read."""
         hit, mark = self.temporary_identifier(), self.temporary_identifier()
         state, position, flag = node.state, resume.position, resume.flag
-        self.writeline(f"if {state} is None:")
-        self.indent()
-        self.writeline(f"{state} = tk_resume({node.memo}, ")
-        self.visit(node.scope, frame)
-        self.write(", ")
-        self.visit(node.sequence, frame)
-        self.write(f", {resume.ordered!r})")
+        self._start_fragments(node, f"tk_resume({node.memo}, ", resume.ordered, frame)
         self.writeline(f"{position} = 0")
         self.outdent()
         self.writeline("else:")
