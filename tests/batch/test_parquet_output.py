@@ -222,7 +222,8 @@ class _Where(tbatch.Parser):
 
 def test_this_process_does_tasks_while_the_pool_holds_two(tmp_path: Path) -> None:
     """Parquet output at 2 workers: a pool of 1 process and this one, which does a task whenever the pool holds 2
-    small tasks (the first 2 always go to the pool); JSON-lines output: 2 processes, this one only writes."""
+    small tasks (the first 2 always go to the pool); JSON-lines output: a pool of 2 processes, this one only writes
+    (which of the 2 takes a task is the scheduler's choice: on a busy machine one may take them all)."""
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps({"generated_text": f"answer {i}"}) + "\n" for i in range(40)), "utf-8")
     for suffix in (".parquet", ".jsonl"):
@@ -239,7 +240,7 @@ def test_this_process_does_tasks_while_the_pool_holds_two(tmp_path: Path) -> Non
         if suffix == ".parquet":
             assert len(set(pids)) == 2 and here and 0 not in here and 1 not in here, pids
         else:
-            assert len(set(pids)) == 2 and not here, pids
+            assert len(set(pids)) <= 2 and not here, pids
 
 
 def test_one_batch_of_parquet_rows_is_done_without_starting_workers(
