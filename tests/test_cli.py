@@ -40,3 +40,24 @@ def test_demo_live_runs_the_tool_loop():
     assert "[tool call get_current_temperature] " in text and '"location": "Paris, France"' in text
     assert "[tool result get_current_temperature: ok] 22.0" in text
     assert "It is 22 °C in Paris right now." in text and "done after 2 steps (stop)" in text
+
+
+def test_a_command_imports_only_its_own_module():
+    """``turnkit batch ...`` builds the batch command's parser alone (every command's module costs ~0.1 s to
+    import, paid before a batch's workers start); ``--help`` and an unknown command still see them all."""
+    import subprocess
+    import sys
+
+    from turnkit.cli import COMMANDS
+
+    code = (
+        "import sys; from turnkit.cli import main; main(['formats']); "
+        "print(sorted(m for m in sys.modules if m.startswith('turnkit.cli.')), file=sys.stderr)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stderr.strip().splitlines()[-1] == "['turnkit.cli.formats']"
+    unknown = run_cli("nosuch")
+    assert unknown.returncode == 2
+    for name in COMMANDS:
+        assert f"'{name.replace('_', '-')}'" in unknown.stderr
+    assert "partial-types" in run_cli("--help").stdout
