@@ -11,13 +11,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from turnkit.serve import create_app, embedded_gateway
+from turnkit.serve import create_app
+from turnkit.serve._embedded import EMBEDDED_FORMAT, embedded_replay, embedded_template
+from turnkit.serve._gateway import Gateway
+from turnkit.serve.backends.replay import ReplayBackend
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -51,6 +55,32 @@ def _chromium() -> tuple[Any, str]:
         pytest.skip(reason)
     assert executable is not None
     return sync_playwright, executable
+
+
+# The page starts its streams on load and Playwright's round trips can take seconds on a loaded machine, so
+# the mid-stream moments are caught by the page itself (a 5 ms poll installed before the page's script runs),
+# and the recorded replies are slowed (6 s instead of 3 s per stream) for the page's own timers.
+WATCH = """
+window.__midStream = null;
+const watch = setInterval(() => {
+  const d = window.turnkitDemo;
+  if (!d?.v1 || !d?.v2) return;
+  if (window.__midStream === null && d.v2.seq > 60 && !d.v2.done
+      && document.querySelectorAll('#v1 .partial').length > 0
+      && document.querySelectorAll('#v2 .partial').length > 0) window.__midStream = d.v2.seq;
+  if (window.__dropAt !== undefined && !window.__dropped && d.v1.seq > window.__dropAt
+      && d.v2.seq > window.__dropAt && !d.v1.done && !d.v2.done) {
+    window.__dropped = true;
+    document.getElementById('drop').click();
+  }
+}, 5);
+"""
+
+
+def _slow_gateway() -> Gateway:
+    replay = embedded_replay()
+    slowed = [replace(record, delay=2 * record.delay) if record.delay else record for record in replay.records]
+    return Gateway(embedded_template(), EMBEDDED_FORMAT, ReplayBackend(slowed), served_model_name="turnkit-replay")
 
 
 def _expected() -> dict[str, Any]:
@@ -102,32 +132,30 @@ def test_demo_in_chromium(live: Any) -> None:
     sync_playwright, executable = _chromium()
     expected = _expected()
     ARTIFACTS.mkdir(exist_ok=True)
-    with live(create_app(embedded_gateway())) as server, sync_playwright() as p:
+    with live(create_app(_slow_gateway())) as server, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, args=FLAGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 820})
+            page.add_init_script(WATCH)
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
-            # 1. uninterrupted: both panels end with the final value
+            # 1. uninterrupted: something is visibly being written, then both panels end with the final value
             page.goto(server.url + "/demo")
-            page.wait_for_function(  # something is visibly being written
-                "() => window.turnkitDemo?.v2?.seq > 60 && !window.turnkitDemo.v2.done "
-                "&& document.querySelectorAll('#v1 .partial').length > 0 "
-                "&& document.querySelectorAll('#v2 .partial').length > 0"
-            )
-            page.screenshot(path=str(ARTIFACTS / "demo-streaming.png"))
+            page.wait_for_function("() => window.__midStream !== null || window.turnkitDemo?.v2?.done")
+            if not page.evaluate("window.turnkitDemo.v2.done"):
+                page.screenshot(path=str(ARTIFACTS / "demo-streaming.png"))
             page.wait_for_function("() => window.turnkitDemo.v1.done && window.turnkitDemo.v2.done", timeout=60_000)
+            assert page.evaluate("window.__midStream") is not None, "no moment with partial values in both panels"
             _check_final(page, expected)
             page.screenshot(path=str(ARTIFACTS / "demo-final.png"))
 
-            # 2. drop the connection mid-stream: both resume from their last seq and end with the same value
+            # 2. drop the connection mid-stream (the page clicks "drop" once both are past seq 25): both resume
+            # from their last seq and end with the same value
+            page.evaluate("window.__dropAt = 25")
             page.click("#start")
             page.wait_for_function(
-                "() => { const d = window.turnkitDemo; return d.v1.seq > 25 && d.v2.seq > 25 && !d.v1.done "
-                "&& !d.v2.done; }"
+                "() => window.__dropped && window.turnkitDemo.v1.done && window.turnkitDemo.v2.done", timeout=60_000
             )
-            page.click("#drop")
-            page.wait_for_function("() => window.turnkitDemo.v1.done && window.turnkitDemo.v2.done", timeout=60_000)
             _check_final(page, expected)
             state = page.evaluate("window.turnkitDemo")
             for view in ("v1", "v2"):
