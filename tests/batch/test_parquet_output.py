@@ -304,29 +304,27 @@ def test_a_parquet_command_and_its_workers_import_neither_pandas_nor_pyarrow_com
     tmp_path: Path, model: Path
 ) -> None:
     """``pa.array`` imports pandas on its first call and ``cast`` imports ``pyarrow.compute``: ~0.25 s of the
-    command's serial start (the first row is encoded before the fork). An audit hook, which forked workers inherit,
-    records every import of either in the command and its 2 workers."""
-    import subprocess
-    import sys
+    command's serial start (the first row is encoded before the fork). The command and its 2 workers, watched."""
+    from tests.batch.test_batch import audited_cli
 
-    from tests.clirun import cli_env
-
-    source, output, log = tmp_path / "in.parquet", tmp_path / "out.parquet", tmp_path / "imports.log"
+    source, output, log = tmp_path / "in.parquet", tmp_path / "out.parquet", tmp_path / "events.log"
     pq.write_table(pa.Table.from_pylist(_rows(48)), source)
-    hook = (
-        "import os, sys\n"
-        "def hook(event, args):\n"
-        "    if event == 'import' and args[0] in ('pandas', 'pyarrow.compute'):\n"
-        f"        with open({str(log)!r}, 'a') as f: f.write(f'{{os.getpid()}} {{args[0]}}\\n')\n"
-        "sys.addaudithook(hook)\n"
-        "from turnkit.cli import main\n"
-        "sys.exit(main(sys.argv[1:]))\n"
-    )
     options = ["--masks", "--workers", "2", "--batch-size", "8", "--no-progress"]
-    command = [sys.executable, "-c", hook, "batch", "render", "--model", str(model), "--input", str(source)]
-    done = subprocess.run(
-        [*command, "--output", str(output), *options], capture_output=True, text=True, env=cli_env(), timeout=120
+    modules = ("pandas", "pyarrow.compute")
+    result = audited_cli(
+        log,
+        modules,
+        "batch",
+        "render",
+        "--model",
+        str(model),
+        "--input",
+        str(source),
+        "--output",
+        str(output),
+        *options,
     )
-    assert done.returncode == 0, done.stderr
+    assert result.returncode == 0, result.stderr
     assert pq.read_table(output).num_rows == 48
-    assert not log.exists(), log.read_text()
+    events = log.read_text().splitlines()
+    assert len(events) == 1 and events[0].endswith("os.fork"), events  # one worker forked, nothing imported
