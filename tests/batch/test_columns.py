@@ -27,6 +27,7 @@ def test_token_columns_are_the_arrays_of_the_lists(values: list[list[int] | None
     """Masks read as bytes, ids (or a "mask" with a value past 255) as int64; ``None`` rows are null."""
     reference = pa.array(values, type=pa.list_(pa.int64()))
     built = token_array(values, bits=bits)
+    built.validate(full=True)  # built from buffers: offsets, bitmap and child checked as pyarrow checks its own
     assert built.equals(reference) and built.type == reference.type
     arrays = token_arrays(values, bits=bits)
     assert [None if a is None else (a.dtype.name, a.tolist()) for a in arrays] == [
