@@ -308,6 +308,41 @@ def test_cli_batch_render_and_parse(tmp_path: Path, model: Path) -> None:
     assert result.returncode == 2 and "invalid choice: 'brotli'" in result.stderr
 
 
+def audited_cli(log: Path, modules: tuple[str, ...], *args: str) -> Any:
+    """Run the command with an audit hook, which forked workers inherit, that appends to ``log`` a line
+    ``pid event`` for each fork (``os.fork``) and each import of one of ``modules``."""
+    import subprocess
+
+    from tests.clirun import cli_env
+
+    hook = (
+        "import os, sys\n"
+        "def hook(event, args):\n"
+        f"    if event == 'os.fork' or event == 'import' and args[0] in {modules!r}:\n"
+        "        line = f'{os.getpid()} {event} {args[0] if args else \"\"}'.rstrip()\n"
+        f"        with open({str(log)!r}, 'a') as f: f.write(line + '\\n')\n"
+        "sys.addaudithook(hook)\n"
+        "from turnkit.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", hook, *args], capture_output=True, text=True, env=cli_env(), timeout=120
+    )
+
+
+def test_the_progress_bar_is_imported_after_the_workers_start(tmp_path: Path, model: Path) -> None:
+    """Importing rich (~50 ms) delayed the workers' start; the bar now appears with the first batch done."""
+    source = _write_jsonl(tmp_path / "in.jsonl", _good_rows(40))
+    log = tmp_path / "events.log"
+    args = ["--input", str(source), "--output", str(tmp_path / "out.jsonl"), "--workers", "2", "--batch-size", "8"]
+    result = audited_cli(log, ("rich",), "batch", "render", "--model", str(model), *args)
+    assert result.returncode == 0, result.stderr
+    assert "40/? " in result.stderr and "rows/s" in result.stderr  # the bar (drawn once at its end off a terminal)
+    events = log.read_text().splitlines()
+    first = events.index(next(line for line in events if line.endswith("import rich")))
+    assert any(line.endswith("os.fork") for line in events[:first]), events
+
+
 def _cli_parse(source: Path, output: Path, *options: str) -> Any:
     return run_cli("batch", "parse", "--format", "hermes", "--input", str(source), "--output", str(output), *options)
 

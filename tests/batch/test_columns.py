@@ -1,5 +1,5 @@
-"""Token columns built from flat buffers are the arrays ``pa.array`` makes from the lists; parquet output and the
-``datasets`` helper give the same values (and features) as the plain paths and as transformers."""
+"""Token and string columns built from flat buffers are the arrays ``pa.array`` makes from the lists; parquet output
+and the ``datasets`` helper give the same values (and features) as the plain paths and as transformers."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.batch.test_batch import BAD_ROWS, SPECIAL, TEMPLATE, TOOL, _chat, _good_rows, _write_jsonl
 from turnkit import batch as tbatch
-from turnkit.batch import _io
+from turnkit.batch import _arrays, _io
 from turnkit.batch._tokens import token_array, token_arrays
 
 pa = pytest.importorskip("pyarrow")
@@ -27,11 +27,36 @@ def test_token_columns_are_the_arrays_of_the_lists(values: list[list[int] | None
     """Masks read as bytes, ids (or a "mask" with a value past 255) as int64; ``None`` rows are null."""
     reference = pa.array(values, type=pa.list_(pa.int64()))
     built = token_array(values, bits=bits)
+    built.validate(full=True)  # built from buffers: offsets, bitmap and child checked as pyarrow checks its own
     assert built.equals(reference) and built.type == reference.type
     arrays = token_arrays(values, bits=bits)
     assert [None if a is None else (a.dtype.name, a.tolist()) for a in arrays] == [
         None if v is None else ("int64", v) for v in values
     ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), st.text(st.characters(exclude_categories=["Cs"]))), max_size=20))
+def test_string_columns_are_the_arrays_of_the_strings(values: list[str | None]) -> None:
+    built = _arrays.string_array(values)
+    built.validate(full=True)
+    assert built.equals(pa.array(values, type=pa.string())) and built.null_count == values.count(None)
+
+
+def test_a_string_column_past_int32_offsets_is_left_to_pa_array(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_arrays, "_MAX_OFFSET", 5)
+    values = ["abc", None, "défg"]
+    assert _arrays.string_array(values).equals(pa.array(values, type=pa.string()))
+    monkeypatch.setattr(pa, "array", lambda *args, **kwargs: "pa.array's")
+    assert _arrays.string_array(values) == "pa.array's"
+    assert _arrays.string_array(values[:2]) != "pa.array's"
+
+
+def test_a_lone_surrogate_is_refused_as_pa_array_refuses_it() -> None:
+    with pytest.raises(UnicodeEncodeError):
+        pa.array(["a\ud800"], type=pa.string())
+    with pytest.raises(UnicodeEncodeError):
+        _arrays.string_array(["a\ud800"])
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import importlib.util
 import itertools
 import json
 import multiprocessing
@@ -533,10 +534,19 @@ def _declared_columns(worker: Worker, input_columns: list[str]) -> list[str]:
 
 
 class _Progress:
-    """A rich progress bar on standard error with rows/s."""
+    """A rich progress bar on standard error with rows/s. It appears with the first batch done: importing rich
+    (~50 ms) then overlaps the workers' first tasks, where it delayed their start."""
 
     def __init__(self, total: int | None, done: int) -> None:
-        require("rich", "batch", purpose="the progress bar")
+        if importlib.util.find_spec("rich") is None:  # missing: say so now, before any output is written
+            require("rich", "batch", purpose="the progress bar")
+        self._total = total
+        self._done_before = done
+        self._started = time.perf_counter()
+        self._done = 0
+        self._progress: Any = None
+
+    def _start(self) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -549,15 +559,16 @@ class _Progress:
             console=Console(stderr=True),
             transient=False,
         )
-        self._started = time.perf_counter()
-        self._done = 0
-        self._task = self._progress.add_task("rows", total=total, completed=done, rate="-")
+        self._task = self._progress.add_task("rows", total=self._total, completed=self._done_before, rate="-")
         self._progress.start()
 
     def advance(self, rows: int) -> None:
+        if self._progress is None:
+            self._start()
         self._done += rows
         rate = self._done / max(time.perf_counter() - self._started, 1e-9)
         self._progress.update(self._task, advance=rows, rate=f"{rate:,.0f}")
 
     def close(self) -> None:
-        self._progress.stop()
+        if self._progress is not None:
+            self._progress.stop()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from turnkit._extras import require
+from turnkit.batch._arrays import string_array
 from turnkit.batch._journal import Journal, batch_messages, ipc_stream, parquet_writer, previous_path, recover
 from turnkit.batch._lines import json_lines, json_text
 from turnkit.batch._tokens import token_array
@@ -279,21 +280,26 @@ def encode_rows(rows: list[dict[str, Any]], kind: str, ints: Sequence[str] = ())
             else:
                 arrays.append(pa.array(values, type=_TOKEN_TYPE()))
         else:
-            arrays.append(pa.array([_parquet_value(name, row.get(name)) for row in rows], type=pa.string()))
+            arrays.append(string_array([_parquet_value(name, row.get(name)) for row in rows]))
     return pa.Table.from_arrays(arrays, names=list(names))
 
 
 def conform(table: Any, schema: Any) -> Any:
-    """``table`` with the columns of ``schema`` (in its order, missing ones null, values cast to its types)."""
+    """``table`` with the columns of ``schema`` (in its order, missing ones null, values cast to its types: only
+    those of another type, as casting imports ``pyarrow.compute``)."""
     import pyarrow as pa
 
     columns = [
-        table.column(field.name).cast(field.type)
+        _cast(table.column(field.name), field.type)
         if field.name in table.column_names
         else pa.nulls(len(table), type=field.type)
         for field in schema
     ]
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _cast(column: Any, type: Any) -> Any:  # noqa: A002 - pyarrow's name
+    return column if column.type == type else column.cast(type)
 
 
 def _TOKEN_TYPE() -> Any:  # noqa: N802 - a type constructor
@@ -495,7 +501,7 @@ class Sink:
             if errors and "error" in known:
                 current = [errors.get(index, value) for index, value in enumerate(current)]
                 table = table.drop_columns([c for c in ["error"] if c in table.column_names]).append_column(
-                    "error", pa.array(current, type=pa.string())
+                    "error", string_array(current)
                 )
         self._write_batch(conform(table, self._schema))
         return errors

@@ -13,6 +13,8 @@ import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from turnkit.batch._arrays import int64_buffer, validity
+
 __all__ = ["token_array", "token_arrays"]
 
 
@@ -64,20 +66,19 @@ def _offsets(
 
 def token_array(values: Sequence[list[int] | bytes | None], *, bits: bool = False) -> Any:
     """``pa.array(values, type=pa.list_(pa.int64()))`` for lists of ints (``None`` for a bad row's), built from
-    one buffer. ``bits``: the lists are masks (0s and 1s), read as bytes (or given as ``bytes``, a byte a
-    token: :meth:`~turnkit.batch.Renderer.rows` with ``mask_bytes``)."""
+    one buffer, without ``pa.array`` or ``cast`` (see :mod:`~turnkit.batch._arrays`). ``bits``: the lists are masks
+    (0s and 1s), read as bytes (or given as ``bytes``, a byte a token: :meth:`~turnkit.batch.Renderer.rows` with
+    ``mask_bytes``)."""
     import pyarrow as pa
 
     offsets, data, kind, nulls = _flatten(values, bits)
-    flat = pa.Array.from_buffers(getattr(pa, kind)(), len(data), [None, pa.py_buffer(data)])
-    if kind != "int64":
-        flat = flat.cast(pa.int64())
-    mask = pa.array(nulls, type=pa.bool_()) if nulls is not None else None
-    return pa.ListArray.from_arrays(
-        pa.Array.from_buffers(pa.int32(), len(offsets), [None, pa.py_buffer(offsets)]),
-        flat,
-        type=pa.list_(pa.int64()),
-        mask=mask,
+    buffer = pa.py_buffer(data) if kind == "int64" else int64_buffer(data)
+    flat = pa.Array.from_buffers(pa.int64(), len(data), [None, buffer])
+    return pa.Array.from_buffers(
+        pa.list_(pa.int64()),
+        len(values),
+        [validity(nulls) if nulls is not None else None, pa.py_buffer(offsets)],
+        children=[flat],
     )
 
 
