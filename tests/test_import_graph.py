@@ -6,6 +6,10 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
+import turnkit
+
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "turnkit"
 
 ARCHITECTURE = PACKAGE.parent.parent / "ARCHITECTURE.md"
@@ -126,6 +130,28 @@ def test_import_turnkit_stays_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_import_turnkit_defers_what_rendering_does_not_need():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, turnkit; deferred = {'turnkit.outputs', 'turnkit.parse', 'turnkit.tools'};"
+        "print(sorted(deferred & set(sys.modules)));"
+        "import turnkit.lint._rules; print(callable(turnkit.lint));"
+        "print(turnkit.parse_response.__module__, turnkit.outputs.__name__, turnkit.get_json_schema.__module__);"
+        "from turnkit import *; print(load_format.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:4] == [
+        "[]",
+        "True",
+        "turnkit.parse._parse_response turnkit.outputs turnkit.tools._schema",
+        "load_format",
+    ]
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        turnkit.nope  # noqa: B018
 
 
 def _module_name(path: Path) -> str:
