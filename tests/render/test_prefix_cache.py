@@ -545,3 +545,19 @@ def test_a_trace_grows_in_an_order_a_reader_in_another_thread_can_follow() -> No
         warm._memos.clear()
     assert _traces(warm)[0].keys is not None  # (the body shows the order: keys are kept too)
     assert not broken
+
+
+def test_a_trace_holds_at_most_its_bytes_counting_every_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that continues a trace takes over its size (counting at most the one entry it does not replay):
+    the trace's entries never hold more than the bound."""
+    from turnkit.render import _fragments
+
+    monkeypatch.setattr(_fragments, "_TRACE_BYTES", 2_000)  # about four of these iterations
+    source = "{% for m in messages %}{% if m %}{{ m.content }};{% endif %}{% endfor %}"
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    chat = [{"role": "user", "content": str(n % 10) * 50} for n in range(12)]
+    for end in range(1, len(chat) + 1):
+        assert warm.render(chat[:end]) == cold.render(chat[:end])
+        trace = _traces(warm)[0]
+        assert sum(entry[4] for entry in trace.entries if entry is not None) <= trace.size <= 2_000
+    assert 0 < len(trace.entries) < len(chat)

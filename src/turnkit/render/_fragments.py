@@ -65,6 +65,7 @@ __all__ = [
     "key_pickler",
     "key_size",
     "macro_names",
+    "remembers_by_position",
     "wrap_loop",
 ]
 
@@ -636,6 +637,11 @@ class LoopTraces:
         return list(seen.values())
 
 
+def remembers_by_position(template: Any) -> bool:
+    """Whether a compiled template has a loop remembered by position (its module holds the loop's traces)."""
+    return any(type(value) is LoopTraces for value in template.root_render_func.__globals__.values())
+
+
 class Resume:
     """One run of a loop remembered by position (a plain variable's list, see :class:`Resumable`), and its trace.
 
@@ -704,7 +710,9 @@ class Resume:
         self.entries = hits = best.entries[:k]
         self.future = future = [i for i in best.future if i < k] if best.future else []
         self.copies, self.keys = best.copies[:k], best.keys[:k] if ordered else None  # type: ignore[index]
-        self.size = sum(map(_SIZE, filter(None, hits)))
+        continued = k >= len(best.entries) - 1  # this run continues that one
+        # (continuing it, the trace's size counts at most one entry this run does not hold: a bound reached early)
+        self.size = best.size if continued else sum(map(_SIZE, filter(None, hits)))
         if future:
             same_count = length == best.length
             for i in future:
@@ -715,7 +723,9 @@ class Resume:
                 if reads & 1 and not (i + 1 < k or i + 1 == length and same_count) or reads & 2 and not same_count:
                     hits[i] = None
         self.k = k
-        if k >= len(best.entries) - 1:
+        if continued and traces[0] is best:  # it takes that one's place
+            memo.traces = [self, *traces[1:_MAX_TRACES]]
+        elif continued:
             memo.traces = [self, *islice(filter(partial(is_not, best), traces), _MAX_TRACES - 1)]
         else:
             memo.traces = [self, *traces[: _MAX_TRACES - 1]]
@@ -749,16 +759,13 @@ class Resume:
         text = "".join(out[mark[2] :])
         size = 64 + 4 * len(text)
         trusted = budget.trusted
-        copy: Any
-        if (
-            type(item) is dict
-            and id(item) in trusted
-            and _STR.issuperset(map(type, item.values()))
-            and _STR.issuperset(map(type, item))
-        ):  # a dict of strings: kept as a copy, matched by == (see Resume)
-            copy = dict(item)
-            size += 4 * (sum(map(len, item)) + sum(map(len, item.values())))
-        else:
+        copy: Any = None
+        if type(item) is dict and id(item) in trusted:
+            strings = [*item, *item.values()]
+            if _STR.issuperset(map(type, strings)):  # a dict of strings: kept as a copy, matched by == (see Resume)
+                copy = dict(item)
+                size += 4 * len("".join(strings))
+        if copy is None:
             part = key_part(item, trusted, self.pickler)
             if part is UNKEYABLE:
                 return

@@ -23,6 +23,7 @@ from turnkit.errors import (
 )
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.render._budget import RenderBudget, reset_budget, set_budget
+from turnkit.render._fragments import remembers_by_position
 from turnkit.render._inputs import (
     REASONING_FIELDS,
     adopt,
@@ -345,7 +346,11 @@ class ChatTemplate:
             raise TemplateError(compiled.message, code=compiled.code)  # a fresh error per render
         memo = self._memos.get(name, _UNKNOWN)
         if memo is _UNKNOWN:
-            memo = self._memos[name] = _render_memo() if _deterministic(source) else None
+            # a loop remembered by position replays a repeat's every iteration already: the memo's fingerprint,
+            # paid by every render, would cost more than it saves (see docs/render.md, prefix reuse)
+            memo = self._memos[name] = (
+                _render_memo() if _deterministic(source) and not remembers_by_position(compiled) else None
+            )
         trusted: set[int] = set()
         schemas = tool_schemas(tools, trusted)
         key = None
