@@ -615,6 +615,113 @@ class _Part:
     __hash__ = None  # type: ignore[assignment]
 
 
+class _Tree:
+    """The trace's copy of a nested item of strings (a message with tool calls): a private deep copy, matched by
+    ``==`` and the key order of its nested dicts.
+
+    For an item known to be one of the render's plain inputs, ``item == copy`` proves the same values and types
+    (only a ``str`` equals a ``str``, only ``None`` equals ``None``, a list never equals a tuple) but not the order
+    of a dict's keys, which ``tojson`` and ``items()`` show: the keys of the nested dicts that have several are
+    compared too, concatenated in one tuple (each dict's keys are the same set, so equal tuples mean the same
+    order). Reaching those dicts takes one expression per shape (:func:`_tree_class`), cheaper than the pickle of
+    :class:`_Part`; ``path`` holds the keys and indices it steps through, ``order`` the keys."""
+
+    __slots__ = ("copy", "path", "order")
+
+    def __init__(self, copy: dict[str, Any], path: tuple[Any, ...], order: tuple[str, ...]) -> None:
+        self.copy, self.path, self.order = copy, path, order
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_TREE_NODES = 64  # containers in a copy (more: kept as its key part, as a copy bigger than a key may be)
+_TREE_SHAPES = 256  # distinct shapes with a class (more: kept as their key part)
+_TREE_CLASSES: dict[tuple[tuple[int, ...], tuple[int, ...]], type[_Tree]] = {}
+
+
+def _tree(item: dict[str, Any]) -> tuple[_Tree, int] | None:
+    """A :class:`_Tree` of a plain item of dicts, lists, strings and None, and about how many bytes it holds; None
+    for any other item, or one too big."""
+    path: list[Any] = []
+    steps: list[int] = []  # per step, the node it starts from (node 0 is the item, node i + 1 is step i's end)
+    ordered: list[int] = []  # the nested dicts whose order is compared (those with two keys or more)
+    order: list[str] = []
+    size = 0
+
+    def copy(value: Any, node: int) -> Any:
+        nonlocal size
+        kind = type(value)
+        if kind is str:
+            size += 4 * len(value)
+            if size > _MAX_KEY:
+                raise _TooBig
+            return value
+        if value is None:
+            return None
+        if kind is not dict and kind is not list or len(steps) >= _TREE_NODES:
+            raise _TooBig
+        if kind is list:
+            return [copy(child, step(node, index, child)) for index, child in enumerate(value)]
+        if node and len(value) > 1:
+            ordered.append(node)
+            order.extend(value)
+        private = {}
+        for key, child in value.items():
+            if type(key) is not str:
+                raise _TooBig
+            size += 4 * len(key)
+            private[key] = copy(child, step(node, key, child))
+        return private
+
+    def step(node: int, key: Any, child: Any) -> int:
+        """The number of ``child``'s node (a step from ``node`` by ``key``; -1 for a leaf, which needs none)."""
+        if type(child) is str or child is None:
+            return -1
+        path.append(key)
+        steps.append(node)
+        return len(steps)
+
+    try:
+        private = copy(item, 0)
+    except _TooBig:
+        return None
+    # (only the steps that lead to a compared dict)
+    needed: set[int] = set()
+    for node in ordered:
+        while node and node not in needed:
+            needed.add(node)
+            node = steps[node - 1]
+    kept = sorted(needed)
+    renumber = {0: 0, **{node: i + 1 for i, node in enumerate(kept)}}
+    shape = (tuple(renumber[steps[node - 1]] for node in kept), tuple(renumber[node] for node in ordered))
+    cls = _TREE_CLASSES.get(shape)
+    if cls is None:
+        if len(_TREE_CLASSES) >= _TREE_SHAPES:
+            return None
+        cls = _TREE_CLASSES.setdefault(shape, _tree_class(*shape))
+    return cls(private, tuple(path[node - 1] for node in kept), tuple(order)), size + 16 * len(steps)
+
+
+class _TooBig(Exception):
+    """An item :func:`_tree` does not copy."""
+
+
+def _tree_class(steps: tuple[int, ...], ordered: tuple[int, ...]) -> type[_Tree]:
+    """The :class:`_Tree` whose ``!=`` steps through the nodes as ``steps`` say (step ``i`` goes from node
+    ``steps[i]`` by ``path[i]`` to node ``i + 1``; node 0 is the item) and compares the keys of the ``ordered``
+    nodes. Its source holds node numbers only, never a key: the keys are read from the instance."""
+    lines = ["def __ne__(self, n0):", "    if n0 != self.copy:", "        return True"]
+    if ordered:
+        lines.append("    p = self.path")
+        lines.extend(f"    n{i + 1} = n{start}[p[{i}]]" for i, start in enumerate(steps))
+        lines.append(f"    return ({', '.join(f'*n{node}' for node in ordered)},) != self.order")
+    else:
+        lines.append("    return False")
+    namespace: dict[str, Any] = {}
+    exec(compile("\n".join(lines), "<turnkit tree copy>", "exec"), namespace)  # node numbers only, no input
+    return type("_Tree", (_Tree,), {"__slots__": (), "__ne__": namespace["__ne__"]})
+
+
 class LoopTraces:
     """A resumable loop's memo: the traces (:class:`Resume`) of its last few runs, most recent first, each
     replaced by the run that continued it, so that a few conversations served in turn each find theirs.
@@ -765,6 +872,9 @@ class Resume:
             if _STR.issuperset(map(type, strings)):  # a dict of strings: kept as a copy, matched by == (see Resume)
                 copy = dict(item)
                 size += 4 * len("".join(strings))
+        if copy is None and type(item) is dict and id(item) in trusted and (tree := _tree(item)) is not None:
+            copy, tree_size = tree
+            size += tree_size
         if copy is None:
             part = key_part(item, trusted, self.pickler)
             if part is UNKEYABLE:
