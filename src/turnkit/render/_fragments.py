@@ -815,7 +815,9 @@ class Resume:
             return
         # (the entries before the future positions, the copies last: the order their owner extends them in, reversed)
         self.entries = hits = best.entries[:k]
-        self.future = future = [i for i in best.future if i < k] if best.future else []
+        self.future = future = best.future[:]
+        if future and max(future) >= k:
+            self.future = future = [i for i in future if i < k]
         self.copies, self.keys = best.copies[:k], best.keys[:k] if ordered else None  # type: ignore[index]
         continued = k >= len(best.entries) - 1  # this run continues that one
         # (continuing it, the trace's size counts at most one entry this run does not hold: a bound reached early)
