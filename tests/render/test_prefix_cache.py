@@ -578,8 +578,8 @@ _CALLS: list[Any] = [
 
 @pytest.mark.parametrize("calls", _CALLS)
 def test_a_tool_call_matches_only_the_same_strings_in_the_same_nested_order(calls: Any) -> None:
-    """A message of nested dicts and lists of strings and None is kept as a deep copy (``_Tree``): matched by ==
-    and by the key order of every nested dict with several keys, which ``tojson`` shows."""
+    """A message of nested dicts and lists of strings and None, once matched by its pickle, is matched by a deep
+    copy (``_Tree``): by == and by the key order of every nested dict with several keys, which ``tojson`` shows."""
     from turnkit.render._fragments import _Tree
 
     source = (
@@ -591,5 +591,5 @@ def test_a_tool_call_matches_only_the_same_strings_in_the_same_nested_order(call
         for tool_calls in (calls, other):
             chat = [{"role": "assistant", "content": None, "tool_calls": tool_calls}, {"role": "user", "content": "b"}]
             assert warm.render(copy.deepcopy(chat)) == cold.render(copy.deepcopy(chat)), (calls, other)
-    numbers = calls is _CALLS[7]  # (the last render's first message is this one)
-    assert isinstance(_traces(warm)[0].copies[0], _Tree) is not numbers
+    numbers = calls is _CALLS[7]  # (the last render's first message is this one, matched by its pickle before)
+    assert isinstance(_traces(warm)[0].copies[0].tree, _Tree) is not numbers

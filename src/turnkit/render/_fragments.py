@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from functools import partial
 from itertools import compress, count, islice, repeat
 from operator import is_not, itemgetter, ne
-from typing import Any
+from typing import Any, Literal
 
 import jinja2.nodes as nodes
 from jinja2.runtime import Macro, Undefined
@@ -595,17 +595,27 @@ class _Part:
 
     The hit test compares the render's items with the copies in C (``item != copy``); for this copy Python
     reflects the comparison here, with an item known to be one of the render's plain inputs (a container of exact
-    built-in types, see render._inputs), whose key part is its pickle, or a private tool schema's serial number."""
+    built-in types, see render._inputs), whose key part is its pickle, or a private tool schema's serial number.
+    An item that matched its pickle once and is made of strings (a tool call) is matched by a :class:`_Tree` from
+    then on: building one costs several pickles, so an item never met again (a new conversation) pays none."""
 
-    __slots__ = ("part",)
+    __slots__ = ("part", "tree")
 
     def __init__(self, part: Any) -> None:
         self.part = part
+        self.tree: _Tree | None | Literal[False] = None  # None: not tried yet; False: not an item of strings
 
     def __ne__(self, item: object) -> bool:
+        tree = self.tree
+        if tree:
+            return tree.__ne__(item)
         part = self.part
         if type(part) is bytes:
-            return pickle.dumps(item, 5) != part
+            if pickle.dumps(item, 5) != part:
+                return True
+            if tree is None:  # (a tree of the same item: any thread may build it)
+                self.tree = type(item) is dict and _tree(item) or False
+            return False
         slot = frozen_json(item)
         return slot is None or ("tool schema", slot[2]) != part
 
@@ -639,9 +649,9 @@ _TREE_SHAPES = 256  # distinct shapes with a class (more: kept as their key part
 _TREE_CLASSES: dict[tuple[tuple[int, ...], tuple[int, ...]], type[_Tree]] = {}
 
 
-def _tree(item: dict[str, Any]) -> tuple[_Tree, int] | None:
-    """A :class:`_Tree` of a plain item of dicts, lists, strings and None, and about how many bytes it holds; None
-    for any other item, or one too big."""
+def _tree(item: dict[str, Any]) -> _Tree | None:
+    """A :class:`_Tree` of a plain item of dicts, lists, strings and None; None for any other item, or one too big
+    (the pickle it matched bounds it already: its strings are counted against the key's bound again)."""
     path: list[Any] = []
     steps: list[int] = []  # per step, the node it starts from (node 0 is the item, node i + 1 is step i's end)
     ordered: list[int] = []  # the nested dicts whose order is compared (those with two keys or more)
@@ -699,7 +709,7 @@ def _tree(item: dict[str, Any]) -> tuple[_Tree, int] | None:
         if len(_TREE_CLASSES) >= _TREE_SHAPES:
             return None
         cls = _TREE_CLASSES.setdefault(shape, _tree_class(*shape))
-    return cls(private, tuple(path[node - 1] for node in kept), tuple(order)), size + 16 * len(steps)
+    return cls(private, tuple(path[node - 1] for node in kept), tuple(order))
 
 
 class _TooBig(Exception):
@@ -874,9 +884,6 @@ class Resume:
             if _STR.issuperset(map(type, strings)):  # a dict of strings: kept as a copy, matched by == (see Resume)
                 copy = dict(item)
                 size += 4 * len("".join(strings))
-        if copy is None and type(item) is dict and id(item) in trusted and (tree := _tree(item)) is not None:
-            copy, tree_size = tree
-            size += tree_size
         if copy is None:
             part = key_part(item, trusted, self.pickler)
             if part is UNKEYABLE:

@@ -57,8 +57,9 @@ class ChatTemplate:
     templates has). ``special_tokens`` (``bos_token``, ``eos_token``...) are passed to every render, as a
     tokenizer passes its special tokens; keyword arguments of :meth:`render` override them. ``prefix_cache=True``
     remembers each iteration of the template's top-level loops, so a conversation that grew by a turn reruns
-    only its new messages: a gain where a message's code costs more than its key (a pickle of the message),
-    a loss for the cheapest templates; docs/render.md has figures.
+    only its new messages: a gain where a message's code costs more than matching it, a loss for the cheapest
+    templates; a template whose message loop is remembered by position keeps no render memo (a repeated input
+    replays every iteration instead). docs/render.md has figures.
 
     Example::
 
