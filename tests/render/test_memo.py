@@ -192,3 +192,23 @@ def test_the_fifo_memo_evicts_oldest_first_within_both_bounds() -> None:
     for n in range(10_000):  # evicting stays cheap and consistent (the order is a deque, not the dict's front)
         memo.put(n, "", "", key_size=1)
     assert list(memo.entries) == [9_997, 9_998, 9_999]
+
+
+def test_a_loop_remembered_by_position_takes_the_place_of_the_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``prefix_cache=True`` a template whose message loop is remembered by position replays a repeated
+    input's every iteration, so it pays no fingerprint for the memo; one whose loops are only keyed keeps it."""
+    import turnkit.render._template as module
+
+    fingerprints = []
+    real = module._fingerprint
+    monkeypatch.setattr(module, "_fingerprint", lambda chat: fingerprints.append(chat) or real(chat))
+    source = "{% for m in messages %}{% if m.role %}[{{ m.role }}] {{ m.content }}{% endif %};{% endfor %}"
+    by_position = ChatTemplate(source, prefix_cache=True)
+    for _ in range(3):
+        assert by_position.render(copy.deepcopy(CHAT)) == ChatTemplate(source).render(CHAT)
+    assert _memo(by_position) is None
+    assert len(fingerprints) == 3  # the three fresh templates' renders only
+    keyed = ChatTemplate(source.replace("in messages", "in messages[1:]"), prefix_cache=True)
+    for _ in range(3):
+        assert keyed.render(copy.deepcopy(CHAT)) == "[user] Hi;"
+    assert len(fingerprints) == 6 and len(_memo(keyed).entries) == 1

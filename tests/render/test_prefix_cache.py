@@ -545,3 +545,51 @@ def test_a_trace_grows_in_an_order_a_reader_in_another_thread_can_follow() -> No
         warm._memos.clear()
     assert _traces(warm)[0].keys is not None  # (the body shows the order: keys are kept too)
     assert not broken
+
+
+def test_a_trace_holds_at_most_its_bytes_counting_every_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that continues a trace takes over its size (counting at most the one entry it does not replay):
+    the trace's entries never hold more than the bound."""
+    from turnkit.render import _fragments
+
+    monkeypatch.setattr(_fragments, "_TRACE_BYTES", 2_000)  # about four of these iterations
+    source = "{% for m in messages %}{% if m %}{{ m.content }};{% endif %}{% endfor %}"
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    chat = [{"role": "user", "content": str(n % 10) * 50} for n in range(12)]
+    for end in range(1, len(chat) + 1):
+        assert warm.render(chat[:end]) == cold.render(chat[:end])
+        trace = _traces(warm)[0]
+        assert sum(entry[4] for entry in trace.entries if entry is not None) <= trace.size <= 2_000
+    assert 0 < len(trace.entries) < len(chat)
+
+
+_CALLS: list[Any] = [
+    [{"id": "1", "function": {"name": "f", "arguments": {"a": "x", "b": None}}}],
+    [{"function": {"name": "f", "arguments": {"a": "x", "b": None}}, "id": "1"}],  # a call's keys reordered
+    [{"id": "1", "function": {"name": "f", "arguments": {"b": None, "a": "x"}}}],  # nested keys reordered
+    [{"id": "1", "function": {"arguments": {"a": "x", "b": None}, "name": "f"}}],
+    [{"id": "1", "function": {"name": "f", "arguments": {"a": "x", "b": "None"}}}],
+    [{"id": "1", "function": {"name": "f", "arguments": {"a": ["x"], "b": None}}}],
+    [{"id": "1", "function": {"name": "f", "arguments": {"a": "x", "b": None, "c": "y"}}}],
+    [{"id": "1", "function": {"name": "f", "arguments": {"a": 1, "b": None}}}],  # not strings: its key part
+    [{"id": "1", "function": {"name": "f", "arguments": {"a": "x", "b": None}}}] * 2,
+]
+
+
+@pytest.mark.parametrize("calls", _CALLS)
+def test_a_tool_call_matches_only_the_same_strings_in_the_same_nested_order(calls: Any) -> None:
+    """A message of nested dicts and lists of strings and None, once matched by its pickle, is matched by a deep
+    copy (``_Tree``): by == and by the key order of every nested dict with several keys, which ``tojson`` shows."""
+    from turnkit.render._fragments import _Tree
+
+    source = (
+        "{% for m in messages %}{% if m.tool_calls %}{{ m.tool_calls | tojson }}{% endif %}/{{ m.content }};"
+        "{% endfor %}"
+    )
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    for other in [*_CALLS, calls]:
+        for tool_calls in (calls, other):
+            chat = [{"role": "assistant", "content": None, "tool_calls": tool_calls}, {"role": "user", "content": "b"}]
+            assert warm.render(copy.deepcopy(chat)) == cold.render(copy.deepcopy(chat)), (calls, other)
+    numbers = calls is _CALLS[7]  # (the last render's first message is this one, matched by its pickle before)
+    assert isinstance(_traces(warm)[0].copies[0].tree, _Tree) is not numbers

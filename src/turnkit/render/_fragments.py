@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from functools import partial
 from itertools import compress, count, islice, repeat
 from operator import is_not, itemgetter, ne
-from typing import Any
+from typing import Any, Literal
 
 import jinja2.nodes as nodes
 from jinja2.runtime import Macro, Undefined
@@ -65,6 +65,7 @@ __all__ = [
     "key_pickler",
     "key_size",
     "macro_names",
+    "remembers_by_position",
     "wrap_loop",
 ]
 
@@ -594,17 +595,27 @@ class _Part:
 
     The hit test compares the render's items with the copies in C (``item != copy``); for this copy Python
     reflects the comparison here, with an item known to be one of the render's plain inputs (a container of exact
-    built-in types, see render._inputs), whose key part is its pickle, or a private tool schema's serial number."""
+    built-in types, see render._inputs), whose key part is its pickle, or a private tool schema's serial number.
+    An item that matched its pickle once and is made of strings (a tool call) is matched by a :class:`_Tree` from
+    then on: building one costs several pickles, so an item never met again (a new conversation) pays none."""
 
-    __slots__ = ("part",)
+    __slots__ = ("part", "tree")
 
     def __init__(self, part: Any) -> None:
         self.part = part
+        self.tree: _Tree | None | Literal[False] = None  # None: not tried yet; False: not an item of strings
 
     def __ne__(self, item: object) -> bool:
+        tree = self.tree
+        if tree:
+            return tree.__ne__(item)
         part = self.part
         if type(part) is bytes:
-            return pickle.dumps(item, 5) != part
+            if pickle.dumps(item, 5) != part:
+                return True
+            if tree is None:  # (a tree of the same item: any thread may build it)
+                self.tree = type(item) is dict and _tree(item) or False
+            return False
         slot = frozen_json(item)
         return slot is None or ("tool schema", slot[2]) != part
 
@@ -612,6 +623,113 @@ class _Part:
         return not self.__ne__(item)
 
     __hash__ = None  # type: ignore[assignment]
+
+
+class _Tree:
+    """The trace's copy of a nested item of strings (a message with tool calls): a private deep copy, matched by
+    ``==`` and the key order of its nested dicts.
+
+    For an item known to be one of the render's plain inputs, ``item == copy`` proves the same values and types
+    (only a ``str`` equals a ``str``, only ``None`` equals ``None``, a list never equals a tuple) but not the order
+    of a dict's keys, which ``tojson`` and ``items()`` show: the keys of the nested dicts that have several are
+    compared too, concatenated in one tuple (each dict's keys are the same set, so equal tuples mean the same
+    order). Reaching those dicts takes one expression per shape (:func:`_tree_class`), cheaper than the pickle of
+    :class:`_Part`; ``path`` holds the keys and indices it steps through, ``order`` the keys."""
+
+    __slots__ = ("copy", "path", "order")
+
+    def __init__(self, copy: dict[str, Any], path: tuple[Any, ...], order: tuple[str, ...]) -> None:
+        self.copy, self.path, self.order = copy, path, order
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_TREE_NODES = 64  # containers in a copy (more: kept as its key part, as a copy bigger than a key may be)
+_TREE_SHAPES = 256  # distinct shapes with a class (more: kept as their key part)
+_TREE_CLASSES: dict[tuple[tuple[int, ...], tuple[int, ...]], type[_Tree]] = {}
+
+
+def _tree(item: dict[str, Any]) -> _Tree | None:
+    """A :class:`_Tree` of a plain item of dicts, lists, strings and None; None for any other item, or one too big
+    (the pickle it matched bounds it already: its strings are counted against the key's bound again)."""
+    path: list[Any] = []
+    steps: list[int] = []  # per step, the node it starts from (node 0 is the item, node i + 1 is step i's end)
+    ordered: list[int] = []  # the nested dicts whose order is compared (those with two keys or more)
+    order: list[str] = []
+    size = 0
+
+    def copy(value: Any, node: int) -> Any:
+        nonlocal size
+        kind = type(value)
+        if kind is str:
+            size += 4 * len(value)
+            if size > _MAX_KEY:
+                raise _TooBig
+            return value
+        if value is None:
+            return None
+        if kind is not dict and kind is not list or len(steps) >= _TREE_NODES:
+            raise _TooBig
+        if kind is list:
+            return [copy(child, step(node, index, child)) for index, child in enumerate(value)]
+        if node and len(value) > 1:
+            ordered.append(node)
+            order.extend(value)
+        private = {}
+        for key, child in value.items():
+            if type(key) is not str:
+                raise _TooBig
+            size += 4 * len(key)
+            private[key] = copy(child, step(node, key, child))
+        return private
+
+    def step(node: int, key: Any, child: Any) -> int:
+        """The number of ``child``'s node (a step from ``node`` by ``key``; -1 for a leaf, which needs none)."""
+        if type(child) is str or child is None:
+            return -1
+        path.append(key)
+        steps.append(node)
+        return len(steps)
+
+    try:
+        private = copy(item, 0)
+    except _TooBig:
+        return None
+    # (only the steps that lead to a compared dict)
+    needed: set[int] = set()
+    for node in ordered:
+        while node and node not in needed:
+            needed.add(node)
+            node = steps[node - 1]
+    kept = sorted(needed)
+    renumber = {0: 0, **{node: i + 1 for i, node in enumerate(kept)}}
+    shape = (tuple(renumber[steps[node - 1]] for node in kept), tuple(renumber[node] for node in ordered))
+    cls = _TREE_CLASSES.get(shape)
+    if cls is None:
+        if len(_TREE_CLASSES) >= _TREE_SHAPES:
+            return None
+        cls = _TREE_CLASSES.setdefault(shape, _tree_class(*shape))
+    return cls(private, tuple(path[node - 1] for node in kept), tuple(order))
+
+
+class _TooBig(Exception):
+    """An item :func:`_tree` does not copy."""
+
+
+def _tree_class(steps: tuple[int, ...], ordered: tuple[int, ...]) -> type[_Tree]:
+    """The :class:`_Tree` whose ``!=`` steps through the nodes as ``steps`` say (step ``i`` goes from node
+    ``steps[i]`` by ``path[i]`` to node ``i + 1``; node 0 is the item) and compares the keys of the ``ordered``
+    nodes. Its source holds node numbers only, never a key: the keys are read from the instance."""
+    lines = ["def __ne__(self, n0):", "    if n0 != self.copy:", "        return True"]
+    if ordered:
+        lines.append("    p = self.path")
+        lines.extend(f"    n{i + 1} = n{start}[p[{i}]]" for i, start in enumerate(steps))
+        lines.append(f"    return ({', '.join(f'*n{node}' for node in ordered)},) != self.order")
+    else:
+        lines.append("    return False")
+    namespace: dict[str, Any] = {}
+    exec(compile("\n".join(lines), "<turnkit tree copy>", "exec"), namespace)  # node numbers only, no input
+    return type("_Tree", (_Tree,), {"__slots__": (), "__ne__": namespace["__ne__"]})
 
 
 class LoopTraces:
@@ -634,6 +752,11 @@ class LoopTraces:
         """The remembered iterations (each once)."""
         seen = {id(entry): entry for trace in self.traces for entry in trace.entries if entry is not None}
         return list(seen.values())
+
+
+def remembers_by_position(template: Any) -> bool:
+    """Whether a compiled template has a loop remembered by position (its module holds the loop's traces)."""
+    return any(type(value) is LoopTraces for value in template.root_render_func.__globals__.values())
 
 
 class Resume:
@@ -702,9 +825,13 @@ class Resume:
             return
         # (the entries before the future positions, the copies last: the order their owner extends them in, reversed)
         self.entries = hits = best.entries[:k]
-        self.future = future = [i for i in best.future if i < k] if best.future else []
+        self.future = future = best.future[:]
+        if future and max(future) >= k:
+            self.future = future = [i for i in future if i < k]
         self.copies, self.keys = best.copies[:k], best.keys[:k] if ordered else None  # type: ignore[index]
-        self.size = sum(map(_SIZE, filter(None, hits)))
+        continued = k >= len(best.entries) - 1  # this run continues that one
+        # (continuing it, the trace's size counts at most one entry this run does not hold: a bound reached early)
+        self.size = best.size if continued else sum(map(_SIZE, filter(None, hits)))
         if future:
             same_count = length == best.length
             for i in future:
@@ -715,7 +842,9 @@ class Resume:
                 if reads & 1 and not (i + 1 < k or i + 1 == length and same_count) or reads & 2 and not same_count:
                     hits[i] = None
         self.k = k
-        if k >= len(best.entries) - 1:
+        if continued and traces[0] is best:  # it takes that one's place
+            memo.traces = [self, *traces[1:_MAX_TRACES]]
+        elif continued:
             memo.traces = [self, *islice(filter(partial(is_not, best), traces), _MAX_TRACES - 1)]
         else:
             memo.traces = [self, *traces[: _MAX_TRACES - 1]]
@@ -749,16 +878,13 @@ class Resume:
         text = "".join(out[mark[2] :])
         size = 64 + 4 * len(text)
         trusted = budget.trusted
-        copy: Any
-        if (
-            type(item) is dict
-            and id(item) in trusted
-            and _STR.issuperset(map(type, item.values()))
-            and _STR.issuperset(map(type, item))
-        ):  # a dict of strings: kept as a copy, matched by == (see Resume)
-            copy = dict(item)
-            size += 4 * (sum(map(len, item)) + sum(map(len, item.values())))
-        else:
+        copy: Any = None
+        if type(item) is dict and id(item) in trusted:
+            strings = [*item, *item.values()]
+            if _STR.issuperset(map(type, strings)):  # a dict of strings: kept as a copy, matched by == (see Resume)
+                copy = dict(item)
+                size += 4 * len("".join(strings))
+        if copy is None:
             part = key_part(item, trusted, self.pickler)
             if part is UNKEYABLE:
                 return

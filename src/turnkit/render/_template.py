@@ -23,6 +23,7 @@ from turnkit.errors import (
 )
 from turnkit.limits import DEFAULT_LIMITS, Limits
 from turnkit.render._budget import RenderBudget, reset_budget, set_budget
+from turnkit.render._fragments import remembers_by_position
 from turnkit.render._inputs import (
     REASONING_FIELDS,
     adopt,
@@ -56,8 +57,9 @@ class ChatTemplate:
     templates has). ``special_tokens`` (``bos_token``, ``eos_token``...) are passed to every render, as a
     tokenizer passes its special tokens; keyword arguments of :meth:`render` override them. ``prefix_cache=True``
     remembers each iteration of the template's top-level loops, so a conversation that grew by a turn reruns
-    only its new messages: a gain where a message's code costs more than its key (a pickle of the message),
-    a loss for the cheapest templates; docs/render.md has figures.
+    only its new messages: a gain where a message's code costs more than matching it, a loss for the cheapest
+    templates; a template whose message loop is remembered by position keeps no render memo (a repeated input
+    replays every iteration instead). docs/render.md has figures.
 
     Example::
 
@@ -345,7 +347,11 @@ class ChatTemplate:
             raise TemplateError(compiled.message, code=compiled.code)  # a fresh error per render
         memo = self._memos.get(name, _UNKNOWN)
         if memo is _UNKNOWN:
-            memo = self._memos[name] = _render_memo() if _deterministic(source) else None
+            # a loop remembered by position replays a repeat's every iteration already: the memo's fingerprint,
+            # paid by every render, would cost more than it saves (see docs/render.md, prefix reuse)
+            memo = self._memos[name] = (
+                _render_memo() if _deterministic(source) and not remembers_by_position(compiled) else None
+            )
         trusted: set[int] = set()
         schemas = tool_schemas(tools, trusted)
         key = None
