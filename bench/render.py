@@ -9,8 +9,9 @@ microseconds per call and the speed-up; asserts both libraries give identical te
 Three turnkit figures per case, each against transformers in the same run:
 
 - *warm*: ``render`` again with an unchanged input, answered from the render memo (the bench's own loop);
-- *cold*: the same input with the memo off, what a conversation turnkit has not rendered before costs (the
-  tools are the same on every call, as in serving: their schemas and JSON text come from the per-tool-set cache);
+- *cold*: the same messages in a new list with the memo off, what a conversation turnkit has not rendered before
+  costs (the tools are the same on every call, as in serving: their schemas and JSON text come from the per-tool-set
+  cache);
 - *grown*: the memo on, every call the conversation plus one new user message never rendered before (a serving
   loop: an unchanged prefix, a new turn), by a default ``ChatTemplate`` (a cold render plus the memo's miss)
   and by ``ChatTemplate(prefix_cache=True)``, which takes the prefix's messages from its loop cache.
@@ -157,8 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         def tk(tools: Any = tools) -> str:
             return compiled.render(CONVERSATION, tools=tools, add_generation_prompt=True)
 
-        def tk_cold(tools: Any = tools) -> str:
-            return cold.render(CONVERSATION, tools=tools, add_generation_prompt=True)
+        def tk_cold(tools: Any = tools) -> str:  # a new list, as a new conversation is (some loops answer one met)
+            return cold.render(list(CONVERSATION), tools=tools, add_generation_prompt=True)
 
         def hf_grown(tools: Any = tools, turns: Any = hf_turns) -> str:
             return str(
@@ -255,9 +256,9 @@ def instructions_worker(template: str, kind: str, case: str, runs: int) -> int:
     plus a new user message) by a default ``ChatTemplate`` or (case *prefix*) a ``prefix_cache=True`` one."""
     tools: list[Any] = [get_schema(tool) for tool in PYTHON_TOOLS] if kind == "json" else list(PYTHON_TOOLS)
     template_object = ChatTemplate(template, special_tokens=SPECIAL_TOKENS, prefix_cache=case == "prefix")
-    if case == "cold":
+    if case == "cold":  # a new list each render, as a new conversation is (some loops answer a list met before)
         template_object._memos["default"] = None
-        chats = [CONVERSATION] * (20 + runs)
+        chats = [list(CONVERSATION) for _ in range(20 + runs)]
     else:
         chats = [
             [*CONVERSATION, {"role": "user", "content": f"And in {CITIES[n % 4]} #{n}?"}] for n in range(20 + runs)
