@@ -311,19 +311,8 @@ def test_a_parquet_command_and_its_workers_import_neither_pandas_nor_pyarrow_com
     pq.write_table(pa.Table.from_pylist(_rows(48)), source)
     options = ["--masks", "--workers", "2", "--batch-size", "8", "--no-progress"]
     modules = ("pandas", "pyarrow.compute")
-    result = audited_cli(
-        log,
-        modules,
-        "batch",
-        "render",
-        "--model",
-        str(model),
-        "--input",
-        str(source),
-        "--output",
-        str(output),
-        *options,
-    )
+    argv = ["batch", "render", "--model", str(model), "--input", str(source), "--output", str(output), *options]
+    result = audited_cli(log, modules, *argv)
     assert result.returncode == 0, result.stderr
     assert pq.read_table(output).num_rows == 48
     events = log.read_text().splitlines()
