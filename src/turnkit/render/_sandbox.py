@@ -1050,10 +1050,10 @@ class _GuardedCodeGenerator(CodeGenerator):
         ):
             super().visit_Test(node, frame)
             return
-        if type(inline) is str:
+        if node.name in _TYPE_TESTS:
             # ``x is mapping``...: the answer for a plain value's type, the test function for any other value
             tmp = self.temporary_identifier()
-            self.write(f"({inline.format(tmp)} if type({tmp} := ")
+            self.write(f"({_TYPE_TESTS[node.name].format(tmp)} if type({tmp} := ")
             self.visit(node.node, frame)
             self.write(f") in tk_plain_values else {self.tests[node.name]}({tmp}))")
             return
