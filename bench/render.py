@@ -18,8 +18,10 @@ Three turnkit figures per case, each against transformers in the same run:
 
 ``--template FILE`` runs the same cases through another chat template (e.g. one of the shared corpus);
 ``--phases`` prints where a cold render's time goes (each step timed on its own) instead; ``--instructions``
-prints the machine instructions per cold render, counted by valgrind (repeatable on a loaded machine: a worker
-runs 0 and then ``--runs`` cold renders after the same warm-up, and the difference is divided by the runs).
+prints the machine instructions per render, counted by valgrind (repeatable on a loaded machine: a worker runs 0
+and then ``--runs`` renders after the same warm-up, and the difference is divided by the runs): cold, and grown
+(cold with the memo off, the default memo, ``prefix_cache``); ``--turns N`` lengthens the conversation by N
+assistant/user exchanges (where prefix reuse starts to pay).
 """
 
 from __future__ import annotations
@@ -120,17 +122,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--phases", action="store_true", help="print where a cold render's time goes, and stop")
     parser.add_argument("--instructions", action="store_true", help="count instructions per render (valgrind)")
     parser.add_argument("--runs", type=int, default=500, help="renders counted per case by --instructions")
+    parser.add_argument(
+        "--turns",
+        type=int,
+        default=0,
+        help="with --instructions: this many more assistant/user exchanges in every conversation (a longer prefix)",
+    )
     parser.add_argument("--worker", choices=["json", "python"], help=argparse.SUPPRESS)
-    parser.add_argument("--case", choices=["cold", "grown", "prefix"], default="cold", help=argparse.SUPPRESS)
+    parser.add_argument("--case", choices=list(CASES), default="cold", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.template:
         template = Path(args.template).read_text(encoding="utf-8")
     else:
         template = files("turnkit").joinpath("data", "chatml-tools.jinja").read_text(encoding="utf-8")
     if args.worker:
-        return instructions_worker(template, args.worker, args.case, args.runs)
+        return instructions_worker(template, args.worker, args.case, args.runs, args.turns)
     if args.instructions:
-        return instructions(args.template, args.runs)
+        return instructions(args.template, args.runs, args.turns)
     if args.phases:
         return phases(template)
     tokenizer = reference_tokenizer(template)
@@ -250,18 +258,25 @@ def phases(template: str) -> int:
     return 0
 
 
-def instructions_worker(template: str, kind: str, case: str, runs: int) -> int:
+def instructions_worker(template: str, kind: str, case: str, runs: int, turns: int) -> int:
     """``runs`` renders of one case after a warm-up (compiling, the tool-set cache, the interpreter's
     specialisation): *cold* renders, or *grown* ones (each a conversation never rendered before, the bench's one
-    plus a new user message) by a default ``ChatTemplate`` or (case *prefix*) a ``prefix_cache=True`` one."""
+    plus a new user message) by a default ``ChatTemplate`` or (case *prefix*) a ``prefix_cache=True`` one, or with
+    the memo off (case *cold-grown*: what the same grown conversation costs cold). ``turns``: assistant/user
+    exchanges added to the bench's conversation."""
+    conversation = [*CONVERSATION]
+    for n in range(turns):
+        conversation.append({"role": "assistant", "content": f"It is {10 + n} km/h in {CITIES[n % 4]}."})
+        conversation.append({"role": "user", "content": f"And in {CITIES[(n + 1) % 4]}, {n} hours later?"})
     tools: list[Any] = [get_schema(tool) for tool in PYTHON_TOOLS] if kind == "json" else list(PYTHON_TOOLS)
     template_object = ChatTemplate(template, special_tokens=SPECIAL_TOKENS, prefix_cache=case == "prefix")
-    if case == "cold":  # a new list each render, as a new conversation is (some loops answer a list met before)
+    if case.startswith("cold"):  # a new list each render, as a new conversation is (some loops answer one met)
         template_object._memos["default"] = None
-        chats = [list(CONVERSATION) for _ in range(20 + runs)]
+    if case == "cold":
+        chats = [list(conversation) for _ in range(20 + runs)]
     else:
         chats = [
-            [*CONVERSATION, {"role": "user", "content": f"And in {CITIES[n % 4]} #{n}?"}] for n in range(20 + runs)
+            [*conversation, {"role": "user", "content": f"And in {CITIES[n % 4]} #{n}?"}] for n in range(20 + runs)
         ]
     for chat in chats[:20]:
         template_object.render(chat, tools=tools, add_generation_prompt=True)
@@ -271,7 +286,7 @@ def instructions_worker(template: str, kind: str, case: str, runs: int) -> int:
     return 0
 
 
-def instructions(template: str | None, runs: int) -> int:
+def instructions(template: str | None, runs: int, turns: int) -> int:
     """Instructions per render, JSON-schema and Python-function tools (valgrind's callgrind): a cold render, and
     a grown one by a default ``ChatTemplate`` and by ``ChatTemplate(prefix_cache=True)``."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -280,15 +295,20 @@ def instructions(template: str | None, runs: int) -> int:
     where = ["--template", template] if template else []
     seed = {"PYTHONHASHSEED": "0"}  # the same dict and set layouts in every run
     for kind in ("json", "python"):
-        for case in ("cold", "grown", "prefix"):
-            worker = [sys.executable, __file__, *where, "--worker", kind, "--case", case]
+        for case in CASES:
+            worker = [sys.executable, __file__, *where, "--turns", str(turns), "--worker", kind, "--case", case]
             base, _ = count([*worker, "--runs", "0"], env=seed)
             total, _ = count([*worker, "--runs", str(runs)], env=seed)
             print(f"{kind:>6} tools, {CASES[case]:<26}{(total - base) / runs:>10,.0f} instructions per render")
     return 0
 
 
-CASES = {"cold": "cold:", "grown": "grown, default:", "prefix": "grown, prefix_cache=True:"}
+CASES = {
+    "cold": "cold:",
+    "cold-grown": "grown, cold (memo off):",
+    "grown": "grown, default:",
+    "prefix": "grown, prefix_cache=True:",
+}
 
 
 def get_schema(func: Callable[..., Any]) -> dict[str, Any]:
