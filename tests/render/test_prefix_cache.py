@@ -640,4 +640,4 @@ def test_a_tool_call_matches_only_the_same_strings_in_the_same_nested_order(call
             chat = [{"role": "assistant", "content": None, "tool_calls": tool_calls}, {"role": "user", "content": "b"}]
             assert warm.render(copy.deepcopy(chat)) == cold.render(copy.deepcopy(chat)), (calls, other)
     numbers = calls is _CALLS[7]  # (the last render's first message is this one, matched by its pickle before)
-    assert isinstance(_traces(warm)[0].copies[0].tree, _Tree) is not numbers
+    assert isinstance(_traces(warm)[0].copies[0], _Tree) is not numbers

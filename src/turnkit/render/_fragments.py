@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from functools import partial
 from itertools import compress, count, islice, repeat
 from operator import is_, is_not, itemgetter, ne
-from typing import Any, Literal
+from typing import Any
 
 import jinja2.nodes as nodes
 from jinja2.runtime import Macro, Undefined
@@ -596,25 +596,27 @@ class _Part:
     The hit test compares the render's items with the copies in C (``item != copy``); for this copy Python
     reflects the comparison here, with an item known to be one of the render's plain inputs (a container of exact
     built-in types, see render._inputs), whose key part is its pickle, or a private tool schema's serial number.
-    An item that matched its pickle once and is made of strings (a tool call) is matched by a :class:`_Tree` from
-    then on: building one costs several pickles, so an item never met again (a new conversation) pays none."""
+    An item that matched its pickle once and is made of strings (a tool call) is matched as a :class:`_Tree` from
+    then on (the copy becomes one: its class is swapped, so the C compare calls the tree's ``!=`` directly):
+    building one costs several pickles, so an item never met again (a new conversation) pays none."""
 
-    __slots__ = ("part", "tree")
+    __slots__ = ("part", "tried", "copy", "path", "order")
 
     def __init__(self, part: Any) -> None:
         self.part = part
-        self.tree: _Tree | None | Literal[False] = None  # None: not tried yet; False: not an item of strings
+        self.tried = False  # whether the item was tried as a tree (it then became one, or is not made of strings)
 
     def __ne__(self, item: object) -> bool:
-        tree = self.tree
-        if tree:
-            return tree.__ne__(item)
         part = self.part
         if type(part) is bytes:
             if pickle.dumps(item, 5) != part:
                 return True
-            if tree is None:  # (a tree of the same item: any thread may build it)
-                self.tree = type(item) is dict and _tree(item) or False
+            if not self.tried:  # (the tree of the same item: any thread may build it, all alike)
+                self.tried = True
+                tree = _tree(item) if type(item) is dict else None
+                if tree is not None:
+                    self.copy, self.path, self.order = tree[1:]
+                    self.__class__ = tree[0]
             return False
         slot = frozen_json(item)
         return slot is None or ("tool schema", slot[2]) != part
@@ -625,9 +627,9 @@ class _Part:
     __hash__ = None  # type: ignore[assignment]
 
 
-class _Tree:
-    """The trace's copy of a nested item of strings (a message with tool calls): a private deep copy, matched by
-    ``==`` and the key order of its nested dicts.
+class _Tree(_Part):
+    """A :class:`_Part` of a nested item of strings (a message with tool calls) once it matched: a private deep
+    copy, matched by ``==`` and the key order of its nested dicts.
 
     For an item known to be one of the render's plain inputs, ``item == copy`` proves the same values and types
     (only a ``str`` equals a ``str``, only ``None`` equals ``None``, a list never equals a tuple) but not the order
@@ -636,12 +638,7 @@ class _Tree:
     order). Reaching those dicts takes one expression per shape (:func:`_tree_class`), cheaper than the pickle of
     :class:`_Part`; ``path`` holds the keys and indices it steps through, ``order`` the keys."""
 
-    __slots__ = ("copy", "path", "order")
-
-    def __init__(self, copy: dict[str, Any], path: tuple[Any, ...], order: tuple[str, ...]) -> None:
-        self.copy, self.path, self.order = copy, path, order
-
-    __hash__ = None  # type: ignore[assignment]
+    __slots__ = ()
 
 
 _TREE_NODES = 64  # containers in a copy (more: kept as its key part, as a copy bigger than a key may be)
@@ -649,9 +646,10 @@ _TREE_SHAPES = 256  # distinct shapes with a class (more: kept as their key part
 _TREE_CLASSES: dict[tuple[tuple[int, ...], tuple[int, ...]], type[_Tree]] = {}
 
 
-def _tree(item: dict[str, Any]) -> _Tree | None:
-    """A :class:`_Tree` of a plain item of dicts, lists, strings and None; None for any other item, or one too big
-    (the pickle it matched bounds it already: its strings are counted against the key's bound again)."""
+def _tree(item: dict[str, Any]) -> tuple[type[_Tree], dict[str, Any], tuple[Any, ...], tuple[str, ...]] | None:
+    """The :class:`_Tree` class, copy, path and order of a plain item of dicts, lists, strings and None; None for
+    any other item, or one too big (the pickle it matched bounds it already: its strings are counted against the
+    key's bound again)."""
     path: list[Any] = []
     steps: list[int] = []  # per step, the node it starts from (node 0 is the item, node i + 1 is step i's end)
     ordered: list[int] = []  # the nested dicts whose order is compared (those with two keys or more)
@@ -709,7 +707,7 @@ def _tree(item: dict[str, Any]) -> _Tree | None:
         if len(_TREE_CLASSES) >= _TREE_SHAPES:
             return None
         cls = _TREE_CLASSES.setdefault(shape, _tree_class(*shape))
-    return cls(private, tuple(path[node - 1] for node in kept), tuple(order))
+    return cls, private, tuple(path[node - 1] for node in kept), tuple(order)
 
 
 class _TooBig(Exception):
