@@ -182,18 +182,66 @@ def test_values_the_body_reads_are_part_of_the_key(source: str) -> None:
         assert sum(len(memo.entries) for memo in _fragment_memos(warm)) > 0  # the cache was used
 
 
-def test_a_remembered_iteration_counts_its_loops() -> None:
-    # each message's body runs 10 iterations: 3 messages fit in 35, 4 do not, remembered or not
+def test_the_same_scope_objects_reuse_their_parts_only_when_they_never_change() -> None:
+    """A loop remembered by position reuses the key parts of the last scope while its values are the same objects,
+    for values that never change only (a string, an undefined name, a sandbox global): the caller's documents (the
+    render adopts them as they are), the same list changed in place between two renders, are keyed again, and a
+    name defined later is no longer undefined."""
+    source = (
+        "{% for m in messages %}{% if m %}{{ m.content }}{{ documents | tojson }}{{ raise_exception is defined }}"
+        "{{ s }}{{ later }};{% endif %}{% endfor %}"
+    )
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    documents = [{"text": "1"}]
+    for text, later in (("1", {}), ("2", {}), ("2", {"later": "L"}), ("2", {})):
+        documents[0]["text"] = text
+        options = {"documents": documents, "s": "S", **later}
+        assert warm.render(CHAT, **options) == cold.render(CHAT, **options)
+    assert _traces(warm)[0].k == len(CHAT)  # remembered, an undefined name among its scope
+    assert _fragment_memos(warm)[0].last_scope is None  # (the documents' part is their pickle: never reused)
+    source = source.replace("{{ documents | tojson }}", "")
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    for options in ({"s": "S"}, {"s": "S"}, {"s": "T"}, {"s": "T", "later": "L"}, {"s": "T"}):
+        assert warm.render(CHAT, **options) == cold.render(CHAT, **options)
+    assert _fragment_memos(warm)[0].last_scope is not None
+
+
+@pytest.mark.parametrize(("limit", "fits"), [(43, False), (44, True)])
+def test_a_remembered_iteration_counts_its_loops(limit: int, fits: bool) -> None:
+    # each message's body runs 10 iterations and the message loop one per message: 3 messages count 33, 4 count
+    # 44, remembered or not (a replay charges what its iteration charged, no more, no less)
     source = "{% for m in messages %}{% for i in range(10) %}.{% endfor %}{% endfor %}"
-    limits = Limits(max_loop_iterations=35)
+    limits = Limits(max_loop_iterations=limit)
     warm = ChatTemplate(source, limits=limits, prefix_cache=True)
     chat = [{"role": "user", "content": str(n)} for n in range(4)]
     assert warm.render(chat[:3]) == "." * 30
+    if fits:
+        assert warm.render(chat) == ChatTemplate(source, limits=limits).render(chat) == "." * 40
+        assert _traces(warm)[0].k == 3  # (replayed)
+        return
     with pytest.raises(TemplateLimitError) as cold:
         ChatTemplate(source, limits=limits).render(chat)
     with pytest.raises(TemplateLimitError) as remembered:
         warm.render(chat)
     assert remembered.value.code == cold.value.code == "template_loops"
+
+
+@pytest.mark.parametrize("by_position", [True, False])
+def test_an_iteration_that_needed_the_input_allowance_is_not_kept(by_position: bool) -> None:
+    """A string over ``max_sequence_length`` is allowed up to twice the render's input more: the first message's
+    text passes in a conversation whose second message is long, and fails alone (a smaller input), remembered or
+    not."""
+    loop = "messages" if by_position else "messages[0:]"
+    source = f"{{% for m in {loop} %}}{{% if m %}}{{{{ m.content * 5 }}}};{{% endif %}}{{% endfor %}}"
+    limits = Limits(max_sequence_length=100)
+    warm = ChatTemplate(source, limits=limits, prefix_cache=True)
+    first, second = {"role": "user", "content": "a" * 150}, {"role": "user", "content": "b" * 150}
+    assert warm.render([first, second]) == ChatTemplate(source, limits=limits).render([first, second])
+    with pytest.raises(TemplateLimitError) as cold:
+        ChatTemplate(source, limits=limits).render([first])
+    with pytest.raises(TemplateLimitError) as remembered:
+        warm.render([first])
+    assert remembered.value.code == cold.value.code == "template_size"
 
 
 def test_templates_cannot_reach_the_cache() -> None:
@@ -592,4 +640,4 @@ def test_a_tool_call_matches_only_the_same_strings_in_the_same_nested_order(call
             chat = [{"role": "assistant", "content": None, "tool_calls": tool_calls}, {"role": "user", "content": "b"}]
             assert warm.render(copy.deepcopy(chat)) == cold.render(copy.deepcopy(chat)), (calls, other)
     numbers = calls is _CALLS[7]  # (the last render's first message is this one, matched by its pickle before)
-    assert isinstance(_traces(warm)[0].copies[0].tree, _Tree) is not numbers
+    assert isinstance(_traces(warm)[0].copies[0], _Tree) is not numbers

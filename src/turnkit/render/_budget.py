@@ -44,6 +44,7 @@ class RenderBudget:
         "_measure",
         "_inputs",
         "_input",
+        "input_measured",
         "trusted",
     )
 
@@ -67,6 +68,9 @@ class RenderBudget:
         self._measure = measure
         self._inputs = inputs
         self._input: int | None = None
+        # whether some limit needed the input-size allowance during this render (see input_size): an attribute,
+        # not a property, as prefix reuse reads it for every iteration it keeps
+        self.input_measured = False
         # ids of the containers the caller's input was rebuilt into: a tree (no shared parts), so printing one
         # costs at most a multiple of the input size and needs no estimate.
         self.trusted: set[int] = trusted if trusted is not None else set()
@@ -97,11 +101,6 @@ class RenderBudget:
                 code="template_memory",
             )
 
-    @property
-    def input_measured(self) -> bool:
-        """Whether some limit needed the input-size allowance during this render (see :meth:`input_size`)."""
-        return self._input is not None
-
     def input_size(self) -> int:
         """Approximate bytes of the render's input (measured once, on first need).
 
@@ -110,6 +109,7 @@ class RenderBudget:
         """
         if self._input is None:
             self._input = self._measure(self._inputs) if self._measure is not None else 0
+            self.input_measured = True
         return self._input
 
     def reserve_iterations(self, count: int) -> None:

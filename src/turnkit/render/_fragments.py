@@ -36,12 +36,12 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import partial
 from itertools import compress, count, islice, repeat
-from operator import is_not, itemgetter, ne
-from typing import Any, Literal
+from operator import is_, is_not, itemgetter, ne
+from typing import Any
 
 import jinja2.nodes as nodes
 from jinja2.runtime import Macro, Undefined
-from jinja2.utils import Namespace
+from jinja2.utils import Namespace, missing
 
 from turnkit.render._budget import UPFRONT, current_budget
 from turnkit.render._inputs import PlainPickler, frozen_json, plain_key
@@ -528,7 +528,7 @@ def key_part(value: Any, trusted: AbstractSet[int], pickler: type[_KeyPickler]) 
         return value
     if kind in _SCALARS:
         return pickle.dumps(value, 5)
-    if isinstance(value, Undefined):
+    if value is missing or isinstance(value, Undefined):  # (``missing``: an undefined name of a scope)
         return _UNDEFINED
     slot = frozen_json(value)
     if slot is not None:
@@ -596,25 +596,27 @@ class _Part:
     The hit test compares the render's items with the copies in C (``item != copy``); for this copy Python
     reflects the comparison here, with an item known to be one of the render's plain inputs (a container of exact
     built-in types, see render._inputs), whose key part is its pickle, or a private tool schema's serial number.
-    An item that matched its pickle once and is made of strings (a tool call) is matched by a :class:`_Tree` from
-    then on: building one costs several pickles, so an item never met again (a new conversation) pays none."""
+    An item that matched its pickle once and is made of strings (a tool call) is matched as a :class:`_Tree` from
+    then on (the copy becomes one: its class is swapped, so the C compare calls the tree's ``!=`` directly):
+    building one costs several pickles, so an item never met again (a new conversation) pays none."""
 
-    __slots__ = ("part", "tree")
+    __slots__ = ("part", "tried", "copy", "path", "order")
 
     def __init__(self, part: Any) -> None:
         self.part = part
-        self.tree: _Tree | None | Literal[False] = None  # None: not tried yet; False: not an item of strings
+        self.tried = False  # whether the item was tried as a tree (it then became one, or is not made of strings)
 
     def __ne__(self, item: object) -> bool:
-        tree = self.tree
-        if tree:
-            return tree.__ne__(item)
         part = self.part
         if type(part) is bytes:
             if pickle.dumps(item, 5) != part:
                 return True
-            if tree is None:  # (a tree of the same item: any thread may build it)
-                self.tree = type(item) is dict and _tree(item) or False
+            if not self.tried:  # (the tree of the same item: any thread may build it, all alike)
+                self.tried = True
+                tree = _tree(item) if type(item) is dict else None
+                if tree is not None:
+                    self.copy, self.path, self.order = tree[1:]
+                    self.__class__ = tree[0]
             return False
         slot = frozen_json(item)
         return slot is None or ("tool schema", slot[2]) != part
@@ -625,9 +627,9 @@ class _Part:
     __hash__ = None  # type: ignore[assignment]
 
 
-class _Tree:
-    """The trace's copy of a nested item of strings (a message with tool calls): a private deep copy, matched by
-    ``==`` and the key order of its nested dicts.
+class _Tree(_Part):
+    """A :class:`_Part` of a nested item of strings (a message with tool calls) once it matched: a private deep
+    copy, matched by ``==`` and the key order of its nested dicts.
 
     For an item known to be one of the render's plain inputs, ``item == copy`` proves the same values and types
     (only a ``str`` equals a ``str``, only ``None`` equals ``None``, a list never equals a tuple) but not the order
@@ -636,12 +638,7 @@ class _Tree:
     order). Reaching those dicts takes one expression per shape (:func:`_tree_class`), cheaper than the pickle of
     :class:`_Part`; ``path`` holds the keys and indices it steps through, ``order`` the keys."""
 
-    __slots__ = ("copy", "path", "order")
-
-    def __init__(self, copy: dict[str, Any], path: tuple[Any, ...], order: tuple[str, ...]) -> None:
-        self.copy, self.path, self.order = copy, path, order
-
-    __hash__ = None  # type: ignore[assignment]
+    __slots__ = ()
 
 
 _TREE_NODES = 64  # containers in a copy (more: kept as its key part, as a copy bigger than a key may be)
@@ -649,9 +646,10 @@ _TREE_SHAPES = 256  # distinct shapes with a class (more: kept as their key part
 _TREE_CLASSES: dict[tuple[tuple[int, ...], tuple[int, ...]], type[_Tree]] = {}
 
 
-def _tree(item: dict[str, Any]) -> _Tree | None:
-    """A :class:`_Tree` of a plain item of dicts, lists, strings and None; None for any other item, or one too big
-    (the pickle it matched bounds it already: its strings are counted against the key's bound again)."""
+def _tree(item: dict[str, Any]) -> tuple[type[_Tree], dict[str, Any], tuple[Any, ...], tuple[str, ...]] | None:
+    """The :class:`_Tree` class, copy, path and order of a plain item of dicts, lists, strings and None; None for
+    any other item, or one too big (the pickle it matched bounds it already: its strings are counted against the
+    key's bound again)."""
     path: list[Any] = []
     steps: list[int] = []  # per step, the node it starts from (node 0 is the item, node i + 1 is step i's end)
     ordered: list[int] = []  # the nested dicts whose order is compared (those with two keys or more)
@@ -709,7 +707,7 @@ def _tree(item: dict[str, Any]) -> _Tree | None:
         if len(_TREE_CLASSES) >= _TREE_SHAPES:
             return None
         cls = _TREE_CLASSES.setdefault(shape, _tree_class(*shape))
-    return cls(private, tuple(path[node - 1] for node in kept), tuple(order))
+    return cls, private, tuple(path[node - 1] for node in kept), tuple(order)
 
 
 class _TooBig(Exception):
@@ -739,19 +737,44 @@ class LoopTraces:
     Published without a lock: a run builds a new list and assigns it (one atomic store), and a published trace is
     only ever extended by its own run, each list in an order that keeps it consistent for a reader (see
     :meth:`Resume.keep`). Two runs publishing at once may drop one of their traces (the last store wins): a
-    later run then misses and runs its iterations, never replays a wrong text."""
+    later run then misses and runs its iterations, never replays a wrong text.
 
-    __slots__ = ("traces", "pickler")
+    ``last_scope`` holds the values of the last scope whose key parts follow from their identity alone (strings,
+    numbers, undefined names, sandbox globals, private tool schemas: objects that never change) with those parts,
+    in one tuple (one atomic store): a run whose scope values are the same objects takes the parts without keying
+    them (:meth:`scope`)."""
+
+    __slots__ = ("traces", "pickler", "last_scope")
 
     def __init__(self, pickler: type[_KeyPickler]) -> None:
         self.traces: list[Resume] = []
         self.pickler = pickler
+        self.last_scope: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
+
+    def scope(self, values: tuple[Any, ...], trusted: AbstractSet[int]) -> tuple[Any, ...] | None:
+        """The key parts of a run's scope values (:func:`key_part`), or None when one is unkeyable."""
+        last = self.last_scope
+        if last is not None and all(map(is_, values, last[0])):  # (each value the same object: the same part)
+            return last[1]
+        parts = tuple([key_part(value, trusted, self.pickler) for value in values])
+        if UNKEYABLE in parts:
+            return None
+        if all(map(_by_identity, values, parts)):
+            self.last_scope = values, parts
+        return parts
 
     @property
     def entries(self) -> list[TraceEntry]:
         """The remembered iterations (each once)."""
         seen = {id(entry): entry for trace in self.traces for entry in trace.entries if entry is not None}
         return list(seen.values())
+
+
+def _by_identity(value: Any, part: Any) -> bool:
+    """Whether ``part``, the key part of ``value``, follows from the object alone, which never changes: a string,
+    a number, an undefined value, a sandbox global or a private tool schema (the tuple parts), not a container's
+    pickle."""
+    return type(part) is str or type(part) is tuple or part is _UNDEFINED or type(value) in _SCALARS
 
 
 def remembers_by_position(template: Any) -> bool:
@@ -793,8 +816,8 @@ class Resume:
         if not (kind is list or kind is tuple) or not sequence or budget is None:
             return
         trusted, self.pickler = budget.trusted, memo.pickler
-        scope = tuple([key_part(value, trusted, memo.pickler) for value in values]) if values else ()
-        if UNKEYABLE in scope:
+        scope = memo.scope(values, trusted) if values else ()
+        if scope is None:
             return
         self.scope, self.length = scope, length = scope, len(sequence)
         # (the render's own list holds plain inputs only: one lookup instead of one per item)
@@ -856,44 +879,36 @@ class Resume:
                 return i
         return min(len(sequence), len(copies))
 
-    @staticmethod
-    def mark(out: list[str], item: Any) -> tuple[int, int, int, Any]:
-        """Where an iteration starts (the budget's loop iterations and bytes, the output's length) and its item."""
-        budget = current_budget()
-        return (budget.loops, budget.allocated, len(out), item) if budget is not None else (0, 0, len(out), item)
-
     def keep(self, position: int, reads: int, out: list[str], mark: tuple[int, int, int, Any]) -> None:
-        """Remember the iteration just run at ``position`` (its text from ``mark``), unless it needed the
-        input-size allowance of a limit, or its item cannot be keyed, or the trace is full.
+        """Remember the iteration just run at ``position``, unless it needed the input-size allowance of a limit,
+        or its item cannot be keyed, or the trace is full. ``mark``: where the iteration started (the budget's loop
+        iterations and bytes, the output's length) and its item, noted by the generated code.
 
         A reader in another thread may be matching this trace: each list grows in an order that keeps it
         consistent (the future positions, then the entries, the keys and the copies, which bound the match)."""
         budget = current_budget()
-        if self.scope is None or budget is None or budget.input_measured:
-            return
         hits = self.entries
-        if position > len(hits) or position >= _MEMO_ENTRIES:
+        if self.scope is None or budget is None or budget.input_measured or position > len(hits):
             return
-        item = mark[3]
-        text = "".join(out[mark[2] :])
-        size = 64 + 4 * len(text)
-        trusted = budget.trusted
-        copy: Any = None
-        if type(item) is dict and id(item) in trusted:
-            strings = [*item, *item.values()]
-            if _STR.issuperset(map(type, strings)):  # a dict of strings: kept as a copy, matched by == (see Resume)
-                copy = dict(item)
-                size += 4 * len("".join(strings))
-        if copy is None:
-            part = key_part(item, trusted, self.pickler)
+        loops, allocated, start, item = mark
+        text = "".join(out[start:])
+        if (
+            type(item) is dict
+            and id(item) in budget.trusted
+            and _STR.issuperset(map(type, strings := [*item, *item.values()]))
+        ):
+            copy: Any = dict(item)  # a dict of strings: kept as a copy, matched by == (see Resume)
+            size = 64 + 4 * (len(text) + len("".join(strings)))
+        else:
+            part = key_part(item, budget.trusted, self.pickler)
             if part is UNKEYABLE:
                 return
             copy = _Part(part)
-            size += key_size((part,))
-        if len(text) > _MAX_TEXT or self.size + size > _TRACE_BYTES:
+            size = 64 + 4 * len(text) + key_size((part,))
+        if self.size + size > _TRACE_BYTES or len(text) > _MAX_TEXT or position >= _MEMO_ENTRIES:
             return
         self.size += size
-        entry = (text, budget.loops - mark[0], budget.allocated - mark[1], reads, size)
+        entry = (text, budget.loops - loops, budget.allocated - allocated, reads, size)
         if position < len(hits):  # an entry this run could not replay (its item matched: the copy stays)
             if reads and position not in self.future:
                 self.future.append(position)

@@ -659,7 +659,10 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline(f"if {node.state} is None:")
         self.indent()
         self.writeline(f"{node.state} = {call}")
-        self.visit(node.scope, frame)
+        # the scope's locals as they are, ``missing`` for an undefined name (keyed as any undefined value): no
+        # Undefined built per run, so a run's scope values are the last run's objects when they are unchanged
+        assert all(isinstance(name, nodes.Name) for name in node.scope.items)
+        self.write(f"({''.join(frame.symbols.ref(name.name) + ', ' for name in node.scope.items)})")  # type: ignore[attr-defined]
         self.write(", ")
         self.visit(node.sequence, frame)
         self.write(f", {last!r})")
@@ -691,8 +694,14 @@ class _GuardedCodeGenerator(CodeGenerator):
         self.writeline("else:")
         self.indent()
         self.writeline(f"{flag} = {resume.reads}")
-        self.writeline(f"{mark} = {state}.mark({frame.buffer}, ")
-        self.visit(node.parts.items[0], frame)  # the loop variable (the body may rebind it)
+        # where the iteration starts (see Resume.keep), inline: the budget's loop iterations and bytes, the
+        # output's length, and the loop variable (the body may rebind it)
+        budget = self.temporary_identifier()
+        self.writeline(
+            f"{mark} = (({budget} := tk_current_budget() or tk_no_budget).loops, {budget}.allocated, "
+            f"len({frame.buffer}), "
+        )
+        self.visit(node.parts.items[0], frame)
         self.write(")")
         ref = frame.symbols.find_ref("loop")
         if ref is not None:
@@ -1304,8 +1313,9 @@ _NO_SLOT: tuple[Any, dict[Any, Any]] = (_ABSENT, {})
 """What an inline ``tojson`` reads for an object that is no private tool schema: its value is no template's object."""
 _NO_TEXT = ("", 0, math.inf)
 """What an inline ``tojson`` reads for a schema whose text for the arguments is not built yet: it never fits."""
-_NO_BUDGET = SimpleNamespace(trusted=frozenset())
-"""What an inline ``tojson`` reads the trusted containers of when no render is in progress: none."""
+_NO_BUDGET = SimpleNamespace(trusted=frozenset(), loops=0, allocated=0)
+"""What an inline ``tojson`` reads the trusted containers of when no render is in progress (none), and prefix
+reuse its counters (see _fragments.Resume.keep)."""
 
 
 def _raise_exception(message: Any) -> None:
