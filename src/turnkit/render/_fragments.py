@@ -582,7 +582,6 @@ def fragment_memo() -> FifoMemo[FragmentEntry]:
 
 _MAX_TRACES = 4
 _TRACE_BYTES = _MEMO_BYTES // _MAX_TRACES
-_STR = frozenset({str})
 _SIZE = itemgetter(4)
 
 TraceEntry = tuple[str, int, int, int, int]
@@ -715,19 +714,22 @@ class _TooBig(Exception):
 
 
 def _tree_class(steps: tuple[int, ...], ordered: tuple[int, ...]) -> type[_Tree]:
-    """The :class:`_Tree` whose ``!=`` steps through the nodes as ``steps`` say (step ``i`` goes from node
-    ``steps[i]`` by ``path[i]`` to node ``i + 1``; node 0 is the item) and compares the keys of the ``ordered``
+    """The :class:`_Tree` whose ``!=`` and ``==`` step through the nodes as ``steps`` say (step ``i`` goes from node
+    ``steps[i]`` by ``path[i]`` to node ``i + 1``; node 0 is the item) and compare the keys of the ``ordered``
     nodes. Its source holds node numbers only, never a key: the keys are read from the instance."""
-    lines = ["def __ne__(self, n0):", "    if n0 != self.copy:", "        return True"]
-    if ordered:
-        lines.append("    p = self.path")
-        lines.extend(f"    n{i + 1} = n{start}[p[{i}]]" for i, start in enumerate(steps))
-        lines.append(f"    return ({', '.join(f'*n{node}' for node in ordered)},) != self.order")
-    else:
-        lines.append("    return False")
+    lines: list[str] = []
+    for name, op, differs in (("__ne__", "!=", "True"), ("__eq__", "==", "False")):
+        lines += [f"def {name}(self, n0):", "    if n0 != self.copy:", f"        return {differs}"]
+        if ordered:
+            lines.append("    p = self.path")
+            lines.extend(f"    n{i + 1} = n{start}[p[{i}]]" for i, start in enumerate(steps))
+            lines.append(f"    return ({', '.join(f'*n{node}' for node in ordered)},) {op} self.order")
+        else:
+            lines.append(f"    return not {differs}")
     namespace: dict[str, Any] = {}
     exec(compile("\n".join(lines), "<turnkit tree copy>", "exec"), namespace)  # node numbers only, no input
-    return type("_Tree", (_Tree,), {"__slots__": (), "__ne__": namespace["__ne__"]})
+    methods = {"__ne__": namespace["__ne__"], "__eq__": namespace["__eq__"]}
+    return type("_Tree", (_Tree,), {"__slots__": (), **methods})
 
 
 class LoopTraces:
@@ -798,7 +800,8 @@ class Resume:
     render's plain inputs (adopted or rebuilt: exact types, so only a ``str`` equals a ``str``, and ``==`` cannot
     take 1 for 1.0 or True, nor 0.0 for -0.0, nor a tuple for a list) equal to the copy, with its keys in the same
     order when the body can see their order; any other item was kept as its key part (:class:`_Part`). When all
-    the items are plain inputs, the whole prefix is compared in C, stopping at the first item that differs. The
+    the items are plain inputs, the prefix is compared in C: as one list up to the trace's last item (where a grown
+    or retried conversation differs), else item by item up to the first that differs. The
     copy is the trace's own: a caller's dict changed in place after the render no longer matches it.
 
     The run is its own trace: published when it starts (the matched entries), then extended by each iteration it
@@ -821,16 +824,27 @@ class Resume:
             return
         self.scope, self.length = scope, length = scope, len(sequence)
         # (the render's own list holds plain inputs only: one lookup instead of one per item)
-        plain = id(sequence) in trusted or trusted.issuperset(map(id, sequence))
+        plain = id(sequence) in trusted
+        if not plain:  # (a loop: set.issuperset of an iterable builds a set first)
+            for item in sequence:
+                if id(item) not in trusted:
+                    break
+            else:
+                plain = True
         traces = memo.traces
         best, k = None, 0
         for trace in traces:
             if trace.scope != scope:
                 continue
-            if plain:  # in C: each item != its copy (or key part), up to the first that differs
-                matched = next(compress(count(), map(ne, sequence, trace.copies)), None)
-                if matched is None:
-                    matched = min(length, len(trace.copies))
+            copies = trace.copies
+            if plain:  # in C: the items before the last one the trace can match, as a list (the usual miss is there)
+                last = min(length, len(copies)) - 1
+                if last < 0:
+                    matched = 0
+                elif sequence[:last] == copies[:last]:
+                    matched = last if sequence[last] != copies[last] else last + 1
+                else:  # each item != its copy (or key part), up to the first that differs
+                    matched = next(compress(count(), map(ne, sequence, copies)))
                 if ordered and matched:
                     reordered = next(compress(count(), map(ne, map(_keys, sequence[:matched]), trace.keys or ())), None)
                     matched = matched if reordered is None else reordered
@@ -892,13 +906,17 @@ class Resume:
             return
         loops, allocated, start, item = mark
         text = "".join(out[start:])
-        if (
-            type(item) is dict
-            and id(item) in budget.trusted
-            and _STR.issuperset(map(type, strings := [*item, *item.values()]))
-        ):
+        chars = -1  # a dict of strings' characters (a loop: for a few items, cheaper than any C call chain)
+        if type(item) is dict and id(item) in budget.trusted:
+            chars = 0
+            for key, value in item.items():
+                if type(key) is not str or type(value) is not str:
+                    chars = -1
+                    break
+                chars += len(key) + len(value)
+        if chars >= 0:
             copy: Any = dict(item)  # a dict of strings: kept as a copy, matched by == (see Resume)
-            size = 64 + 4 * (len(text) + len("".join(strings)))
+            size = 64 + 4 * (len(text) + chars)
         else:
             part = key_part(item, budget.trusted, self.pickler)
             if part is UNKEYABLE:
