@@ -455,6 +455,17 @@ def test_items_the_template_built_are_matched_by_their_exact_parts() -> None:
         warm._memos.clear()
 
 
+def test_a_tuple_of_plain_items_matches_as_a_list_does() -> None:
+    # a tuple of the caller's plain dicts is trusted as the messages' list is, but never equals the list of copies:
+    # its prefix is matched item by item, up to the whole tuple
+    source = "{% for x in xs %}{% if x %}{{ x.a.upper() }}{{ loop.index }};{% endif %}{% endfor %}"
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    for xs in [({"a": "x"}, {"a": "y"}), ({"a": "x"}, {"a": "y"}), ({"a": "x"}, {"a": "y"}, {"a": "z"})]:
+        assert warm.render(CHAT, xs=xs) == cold.render(CHAT, xs=xs)
+        warm._memos.clear()
+    assert [entry[0] for entry in _traces(warm)[0].entries] == ["X1;", "Y2;", "Z3;"]
+
+
 def test_what_follows_an_iteration_is_matched_only_when_it_read_it() -> None:
     """``loop.last`` read by the tool messages only: a grown conversation reruns the previous last message only
     when it is a tool message; the others are replayed (the same entry object)."""

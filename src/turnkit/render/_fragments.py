@@ -843,8 +843,8 @@ class Resume:
                     matched = 0
                 elif sequence[:last] == copies[:last]:
                     matched = last if sequence[last] != copies[last] else last + 1
-                else:  # each item != its copy (or key part), up to the first that differs
-                    matched = next(compress(count(), map(ne, sequence, copies)))
+                else:  # each item != its copy, up to the first that differs (a tuple never equals the list)
+                    matched = next(compress(count(), map(ne, sequence, copies)), last + 1)
                 if ordered and matched:
                     reordered = next(compress(count(), map(ne, map(_keys, sequence[:matched]), trace.keys or ())), None)
                     matched = matched if reordered is None else reordered
