@@ -466,6 +466,30 @@ def test_a_tuple_of_plain_items_matches_as_a_list_does() -> None:
     assert [entry[0] for entry in _traces(warm)[0].entries] == ["X1;", "Y2;", "Z3;"]
 
 
+def test_an_item_the_template_built_is_never_matched_by_equality() -> None:
+    """Only the render's plain inputs are matched by ``==``: a dict the template built can equal a kept copy and
+    print otherwise (its string is ``Markup``, which ``escape`` leaves as it is)."""
+    source = (
+        "{% if safe %}{% set items = [{'content': messages[0].content | safe}] %}{% else %}"
+        "{% set items = messages %}{% endif %}{% for m in items %}{% if m %}{{ m.content | e }};{% endif %}{% endfor %}"
+    )
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    chat = [{"content": "a<b"}]
+    for safe in (False, True, False):
+        assert warm.render(chat, safe=safe) == cold.render(chat, safe=safe)
+    assert cold.render(chat, safe=True) == "a<b;"
+
+
+def test_an_item_with_keys_other_than_strings_is_kept_by_its_key_part() -> None:
+    """A dict of the caller's whose keys are numbers is not kept as a copy (``{1: "x"} == {True: "x"}``)."""
+    source = "{% for d in items %}{% if d %}{{ d | tojson }};{% endif %}{% endfor %}"
+    warm, cold = ChatTemplate(source, prefix_cache=True), ChatTemplate(source)
+    for key in (1, True, 1.0, 1):
+        items = [{key: "x"}]
+        assert warm.render(CHAT, items=items) == cold.render(CHAT, items=items)
+    assert cold.render(CHAT, items=[{True: "x"}]) == '{"true": "x"};'
+
+
 def test_what_follows_an_iteration_is_matched_only_when_it_read_it() -> None:
     """``loop.last`` read by the tool messages only: a grown conversation reruns the previous last message only
     when it is a tool message; the others are replayed (the same entry object)."""
