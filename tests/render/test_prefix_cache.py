@@ -25,7 +25,7 @@ from tests.render.test_differential_properties import CONVERSATION, OPTIONS, TEM
 from turnkit import ChatTemplate, Limits, TemplateError, TemplateLimitError
 from turnkit.limits import DEFAULT_LIMITS
 from turnkit.render import _sandbox
-from turnkit.render._fragments import fragment_loops
+from turnkit.render._fragments import _MEMO_ENTRIES, fragment_loops
 from turnkit.render._sandbox import sandbox_for
 
 
@@ -464,6 +464,14 @@ def test_a_tuple_of_plain_items_matches_as_a_list_does() -> None:
         assert warm.render(CHAT, xs=xs) == cold.render(CHAT, xs=xs)
         warm._memos.clear()
     assert [entry[0] for entry in _traces(warm)[0].entries] == ["X1;", "Y2;", "Z3;"]
+
+
+def test_a_trace_keeps_at_most_its_bound_of_iterations() -> None:
+    source = "{% for m in messages %}{% if m %}{{ m.content }};{% endif %}{% endfor %}"
+    warm = ChatTemplate(source, prefix_cache=True)
+    chat = [{"role": "user", "content": str(n)} for n in range(_MEMO_ENTRIES + 3)]
+    assert warm.render(chat) == warm.render(chat) == ChatTemplate(source).render(chat)
+    assert len(_traces(warm)[0].entries) == _MEMO_ENTRIES
 
 
 def test_an_item_the_template_built_is_never_matched_by_equality() -> None:

@@ -902,7 +902,9 @@ class Resume:
         consistent (the future positions, then the entries, the keys and the copies, which bound the match)."""
         budget = current_budget()
         hits = self.entries
-        if self.scope is None or budget is None or budget.input_measured or position > len(hits):
+        if self.scope is None or budget is None or budget.input_measured:
+            return
+        if position > len(hits) or position >= _MEMO_ENTRIES:  # (first: past the bound, no text nor copy to drop)
             return
         loops, allocated, start, item = mark
         text = "".join(out[start:])
@@ -923,7 +925,7 @@ class Resume:
                 return
             copy = _Part(part)
             size = 64 + 4 * len(text) + key_size((part,))
-        if self.size + size > _TRACE_BYTES or len(text) > _MAX_TEXT or position >= _MEMO_ENTRIES:
+        if self.size + size > _TRACE_BYTES or len(text) > _MAX_TEXT:
             return
         self.size += size
         entry = (text, budget.loops - loops, budget.allocated - allocated, reads, size)
