@@ -288,7 +288,7 @@ def instructions_worker(template: str, kind: str, case: str, runs: int, turns: i
 
 def instructions(template: str | None, runs: int, turns: int) -> int:
     """Instructions per render, JSON-schema and Python-function tools (valgrind's callgrind): a cold render, and
-    a grown one by a default ``ChatTemplate`` and by ``ChatTemplate(prefix_cache=True)``."""
+    a grown one cold (memo off), by a default ``ChatTemplate`` and by ``ChatTemplate(prefix_cache=True)``."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _callgrind import count
 
